@@ -1,0 +1,33 @@
+# The two commands of the README:
+#   make serve  - set up, then serve the gateway with an embedded Triton (SQLite, CPU)
+#   make test   - set up, then run the test suite against a real embedded Triton
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: serve test setup models clean
+
+$(BIN)/python:
+	$(PYTHON) -c 'import sys; sys.exit("Python >= 3.11 is required" if sys.version_info < (3, 11) else 0)'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Reinstall when a dependency list changes.
+$(STAMP): $(BIN)/python pyproject.toml triton_models/pyproject.toml
+	$(BIN)/python -m pip install --quiet -e ".[embedded,test]" -e "./triton_models[cpu,eval]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+	$(BIN)/python manage.py fetch_models
+	$(BIN)/python manage.py migrate --no-input
+	$(BIN)/python manage.py collectstatic --no-input --verbosity 0
+
+serve: setup
+	$(BIN)/python manage.py serve_embedded
+
+test: setup
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) var

@@ -1,0 +1,174 @@
+"""Settings for the OCR gateway, all from environment variables (12-factor).
+
+The defaults are the embedded development setup (``make serve``): SQLite and a Triton on
+localhost. Production sets at least ``DJANGO_SECRET_KEY``, ``DJANGO_ALLOWED_HOSTS``,
+``DATABASE_URL`` and ``TRITON_GRPC_URL``; every variable is listed in the README.
+"""
+
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+env = environ.Env()
+
+#: Local state of the embedded setup: SQLite database, generated secret key, logs.
+VAR_DIR = Path(env.str("OCR_VAR_DIR", default=str(BASE_DIR / "var")))
+
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+
+
+def _secret_key() -> str:
+    """``DJANGO_SECRET_KEY``, or a random key generated once into ``var/secret_key``."""
+    key = env.str("DJANGO_SECRET_KEY", default="")
+    if key:
+        return key
+    from django.core.management.utils import get_random_secret_key
+
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        path.write_text(get_random_secret_key())
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework_api_key",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "ocr_api",
+]
+
+MIDDLEWARE = [
+    "ocr_api.middleware.RequestIdMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "gateway.urls"
+WSGI_APPLICATION = "gateway.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}"),
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = Path(env.str("DJANGO_STATIC_ROOT", default=str(VAR_DIR / "static")))
+# gunicorn serves the admin's and API docs' static files itself (WhiteNoise), no nginx needed.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["ocr_api.authentication.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["ocr_api.authentication.HasApiKey"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "ocr_api.errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "OCR gateway API",
+    "DESCRIPTION": "Text detection (CRAFT + LinkRefiner) served by NVIDIA Triton.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    # Swagger UI assets are served from the sidecar package, not a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "APPEND_COMPONENTS": {"securitySchemes": {"ApiKeyAuth": {
+        "type": "apiKey", "in": "header", "name": "Authorization",
+        "description": "`Api-Key <key>`"}}},
+    "SECURITY": [{"ApiKeyAuth": []}],
+}
+
+# --- Triton -------------------------------------------------------------------------------
+#: gRPC target of Triton: ``host:port``, or ``dns:///triton-headless:8001`` for client-side
+#: round-robin over several Triton pods.
+#: The model repository served by the embedded Triton (and fetch_models' target).
+TRITON_MODEL_REPOSITORY = Path(env.str("TRITON_MODEL_REPOSITORY",
+                                       default=str(BASE_DIR / "triton_models" / "repository")))
+TRITON_GRPC_URL = env.str("TRITON_GRPC_URL", default="localhost:8001")
+TRITON_MODEL = env.str("TRITON_MODEL", default="ensemble_ocr")
+#: Deadline of one inference in seconds; past it the request answers 504.
+TRITON_TIMEOUT_S = env.float("TRITON_TIMEOUT_S", default=30.0)
+#: Seconds a client is told to wait (Retry-After) when Triton is unavailable.
+TRITON_RETRY_AFTER_S = env.int("TRITON_RETRY_AFTER_S", default=5)
+
+# --- OCR request limits -------------------------------------------------------------------
+OCR_MAX_UPLOAD_BYTES = env.int("OCR_MAX_UPLOAD_BYTES", default=20 * 1024 * 1024)
+OCR_MAX_PIXELS = env.int("OCR_MAX_PIXELS", default=40_000_000)
+OCR_MIN_IMAGE_SIDE = env.int("OCR_MIN_IMAGE_SIDE", default=8)
+OCR_LONG_SIDE_MIN = env.int("OCR_LONG_SIDE_MIN", default=64)
+OCR_LONG_SIDE_MAX = env.int("OCR_LONG_SIDE_MAX", default=2560)
+
+#: Reverse proxies whose X-Forwarded-For is believed (addresses or CIDR networks).
+OCR_TRUSTED_PROXIES = env.list("OCR_TRUSTED_PROXIES", default=[])
+
+# Uploads up to the cap stay in memory; Django refuses bigger bodies itself.
+DATA_UPLOAD_MAX_MEMORY_SIZE = OCR_MAX_UPLOAD_BYTES + 64 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"request_id": {"()": "ocr_api.middleware.RequestIdLogFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s [%(request_id)s] %(name)s %(message)s"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain",
+                    "filters": ["request_id"]},
+    },
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+}

@@ -1,0 +1,21 @@
+"""Root URLs: the API under /api/, its OpenAPI schema and docs, Django admin under /admin/.
+
+Django-level errors (unknown URL, crash outside a DRF view) answer the API's JSON error shape.
+"""
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from ocr_api.errors import json_error_view
+
+urlpatterns = [
+    path("api/", include("ocr_api.urls")),
+    path("api/schema", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("admin/", admin.site.urls),
+]
+
+handler400 = json_error_view(400, "malformed_request", "Bad request.")
+handler403 = json_error_view(403, "permission_denied", "Permission denied.")
+handler404 = json_error_view(404, "not_found", "Not found.")
+handler500 = json_error_view(500, "internal_error", "Internal server error.")

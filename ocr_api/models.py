@@ -1,0 +1,58 @@
+"""API keys and the audit log."""
+
+from django.db import models
+from rest_framework_api_key.models import AbstractAPIKey
+
+
+class ApiKey(AbstractAPIKey):
+    """A client's API key, hashed at rest (djangorestframework-api-key).
+
+    The key itself is shown once, when it is created; only its prefix and hash are stored.
+    ``revoked`` and ``expiry_date`` come from the library.
+    """
+
+    owner = models.CharField(max_length=150, blank=True,
+                             help_text="Who uses the key: a team, an app, a customer.")
+    rate_per_minute = models.PositiveIntegerField(
+        default=60, help_text="Images per minute; more answers 429 rate_limited.")
+    daily_quota = models.PositiveIntegerField(
+        null=True, blank=True,
+        help_text="Images per UTC day; empty = unlimited. More answers 429 quota_exceeded.")
+
+    class Meta(AbstractAPIKey.Meta):
+        verbose_name = "API key"
+        verbose_name_plural = "API keys"
+
+
+class OcrRequest(models.Model):
+    """One audited OCR request (one row per image), written on success and on every failure.
+
+    Images are never stored. Times are milliseconds; ``bytes_received`` is the image's size.
+    """
+
+    request_id = models.CharField(max_length=64, db_index=True)
+    created = models.DateTimeField(auto_now_add=True, db_index=True)
+    api_key = models.ForeignKey(ApiKey, null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="requests")
+    client_ip = models.GenericIPAddressField(null=True, blank=True)
+    endpoint = models.CharField(max_length=32, default="ocr")
+    bytes_received = models.PositiveBigIntegerField(default=0)
+    image_format = models.CharField(max_length=16, blank=True)
+    width = models.PositiveIntegerField(null=True, blank=True)
+    height = models.PositiveIntegerField(null=True, blank=True)
+    parameters = models.JSONField(default=dict, blank=True)
+    http_status = models.PositiveSmallIntegerField(db_index=True)
+    error_code = models.CharField(max_length=64, blank=True, db_index=True)
+    box_count = models.PositiveIntegerField(null=True, blank=True)
+    total_ms = models.FloatField(null=True, blank=True)
+    inference_ms = models.FloatField(null=True, blank=True)
+    model_name = models.CharField(max_length=64, blank=True)
+    model_version = models.CharField(max_length=16, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+        verbose_name = "OCR request"
+        indexes = [models.Index(fields=["api_key", "created"])]
+
+    def __str__(self):
+        return f"{self.request_id} {self.http_status} {self.error_code or 'ok'}"

@@ -1,0 +1,193 @@
+"""The gateway's one Triton client: gRPC to the ``ensemble_ocr`` ensemble.
+
+One :class:`TritonClient` per process (:func:`get_client`), created lazily after gunicorn
+forks and shared by the worker's threads: gRPC channels are thread-safe and keep a long-lived
+HTTP/2 connection, so each request costs one RPC, not a new connection. With a
+``dns:///host:port`` target and several Triton pods behind a headless Service, the channel
+balances calls round-robin across every address DNS returns.
+
+Triton faults become API errors: unreachable or not ready -> 503 ``inference_unavailable``,
+past the deadline -> 504 ``inference_timeout``, a preprocessing refusal -> the 4xx the model
+tagged it with (see ``ocr_pipeline.triton_python``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import re
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import tritonclient.grpc as grpcclient
+from django.conf import settings
+from tritonclient.utils import InferenceServerException
+
+from . import errors
+
+#: gRPC channel options. Reconnect backoff is capped at 2 s (gRPC's default grows to 120 s)
+#: so requests succeed again within seconds of Triton coming back.
+_CHANNEL_ARGS = [
+    ("grpc.max_send_message_length", 2**31 - 1),
+    ("grpc.max_receive_message_length", 2**31 - 1),
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.http2.max_pings_without_data", 0),
+    ("grpc.initial_reconnect_backoff_ms", 250),
+    ("grpc.min_reconnect_backoff_ms", 250),
+    ("grpc.max_reconnect_backoff_ms", 2_000),
+    ("grpc.lb_policy_name", "round_robin"),
+]
+
+#: Ensemble inputs for the optional request parameters: name -> (Triton dtype, numpy dtype).
+PARAMETER_INPUTS = {
+    "long_side": ("LONG_SIDE", "INT32", np.int32),
+    "text_threshold": ("TEXT_THRESHOLD", "FP32", np.float32),
+    "link_threshold": ("LINK_THRESHOLD", "FP32", np.float32),
+    "low_text": ("LOW_TEXT", "FP32", np.float32),
+    "refine": ("REFINE", "BOOL", np.bool_),
+}
+
+#: Tag that the Python models put in front of an INVALID_ARG message: "[image_undecodable] ..."
+_ERROR_TAG = re.compile(r"\[([a-z_]+)\]\s*(.*)", re.S)
+_TAGGED_ERRORS = {
+    "image_undecodable": errors.ImageUndecodable,
+    "image_too_large": errors.ImageTooLarge,
+    "invalid_parameter": errors.InvalidParameter,
+}
+
+
+@dataclass(frozen=True)
+class Detection:
+    """The ensemble's answer for one image.
+
+    Attributes:
+        boxes: float32 ``[N, 4, 2]`` corner points in upright original-image pixels.
+        scores: float32 ``[N]`` peak region score per box, 0..1.
+        width, height: upright image size in pixels, as decoded by Triton.
+        model_name, model_version: the ensemble that answered.
+        inference_ms: wall time of the gRPC call in milliseconds.
+    """
+
+    boxes: np.ndarray
+    scores: np.ndarray
+    width: int
+    height: int
+    model_name: str
+    model_version: str
+    inference_ms: float
+
+
+def build_inputs(image: bytes, parameters: dict) -> list[grpcclient.InferInput]:
+    """The ensemble inputs for ``image`` and the optional ``parameters`` that are set.
+
+    ``IMAGE_BYTES`` is a BYTES tensor built with ``dtype=object``: numpy's fixed-width bytes
+    dtype would drop trailing NUL bytes and corrupt files that end in zeros.
+    """
+    tensor = grpcclient.InferInput("IMAGE_BYTES", [1], "BYTES")
+    tensor.set_data_from_numpy(np.array([image], dtype=object))
+    inputs = [tensor]
+    for key, (name, triton_dtype, np_dtype) in PARAMETER_INPUTS.items():
+        if parameters.get(key) is not None:
+            extra = grpcclient.InferInput(name, [1], triton_dtype)
+            extra.set_data_from_numpy(np.array([parameters[key]], dtype=np_dtype))
+            inputs.append(extra)
+    return inputs
+
+
+def map_triton_error(exc: InferenceServerException) -> errors.ApiError:
+    """Translate a tritonclient exception into the API error a client should see."""
+    status = str(exc.status() or "")
+    message = exc.message() or ""
+    retry_after = int(settings.TRITON_RETRY_AFTER_S)
+    if status.endswith("DEADLINE_EXCEEDED"):
+        return errors.InferenceTimeout(
+            f"No answer from the inference server within {settings.TRITON_TIMEOUT_S:g} s.")
+    if status.endswith(("UNAVAILABLE", "NOT_FOUND", "CANCELLED")) or "unknown model" in message:
+        return errors.InferenceUnavailable(retry_after=retry_after)
+    if status.endswith("INVALID_ARGUMENT"):
+        tagged = _ERROR_TAG.search(message)
+        if tagged and tagged.group(1) in _TAGGED_ERRORS:
+            return _TAGGED_ERRORS[tagged.group(1)](tagged.group(2).strip())
+        return errors.ImageUndecodable()
+    return errors.InferenceFailed()
+
+
+class TritonClient:
+    """gRPC client for one ensemble on one Triton target (``host:port`` or ``dns:///...``).
+
+    Args:
+        url: gRPC target.
+        model: ensemble name (``ensemble_ocr``).
+        timeout_s: deadline of one inference, seconds.
+    """
+
+    def __init__(self, url: str, model: str, timeout_s: float):
+        self.url, self.model, self.timeout_s = url, model, timeout_s
+        self._client = grpcclient.InferenceServerClient(url, channel_args=_CHANNEL_ARGS)
+
+    def detect(self, image: bytes, parameters: dict) -> Detection:
+        """Run the ensemble on one encoded image.
+
+        Args:
+            image: the encoded file as uploaded.
+            parameters: optional ``long_side``, ``text_threshold``, ``link_threshold``,
+                ``low_text``, ``refine``; missing or None ones take the model's defaults.
+
+        Raises:
+            errors.ApiError: see :func:`map_triton_error`.
+        """
+        outputs = [grpcclient.InferRequestedOutput(n) for n in ("BOXES", "SCORES", "IMAGE_SIZE")]
+        started = time.perf_counter()
+        try:
+            result = self._client.infer(self.model, build_inputs(image, parameters),
+                                        outputs=outputs, client_timeout=self.timeout_s)
+        except InferenceServerException as exc:
+            raise map_triton_error(exc) from exc
+        elapsed_ms = (time.perf_counter() - started) * 1000.0
+        response = result.get_response()
+        width, height = (int(v) for v in result.as_numpy("IMAGE_SIZE"))
+        return Detection(
+            boxes=result.as_numpy("BOXES").reshape(-1, 4, 2),
+            scores=result.as_numpy("SCORES").reshape(-1),
+            width=width, height=height,
+            model_name=response.model_name, model_version=response.model_version,
+            inference_ms=elapsed_ms)
+
+    def is_ready(self, timeout_s: float = 2.0) -> bool:
+        """True when Triton is live and the ensemble is ready (never raises)."""
+        try:
+            return bool(self._client.is_server_live(client_timeout=timeout_s)
+                        and self._client.is_model_ready(self.model, client_timeout=timeout_s))
+        except InferenceServerException:
+            return False
+
+    def close(self):
+        self._client.close()
+
+
+_lock = threading.Lock()
+_client: TritonClient | None = None
+
+
+def get_client() -> TritonClient:
+    """This process's shared client for the configured Triton (re-made if settings change)."""
+    global _client
+    wanted = (settings.TRITON_GRPC_URL, settings.TRITON_MODEL, settings.TRITON_TIMEOUT_S)
+    with _lock:
+        if _client is None or (_client.url, _client.model, _client.timeout_s) != wanted:
+            if _client is not None:
+                _client.close()
+            _client = TritonClient(*wanted)
+        return _client
+
+
+@atexit.register
+def close_client() -> None:
+    """Close this process's channel (at exit, before gRPC's module teardown)."""
+    global _client
+    with _lock:
+        if _client is not None:
+            _client.close()
+            _client = None

@@ -1,0 +1,57 @@
+"""Shared fixtures: test data, one real embedded Triton per session, API keys and clients."""
+
+import json
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+from rest_framework.test import APIClient
+
+from ocr_api.embedded_triton import EmbeddedTriton
+from ocr_api.models import ApiKey
+
+DATA = Path(__file__).parent / "data"
+IMAGES = DATA / "images"
+IMAGE_NAMES = sorted(p.name for p in IMAGES.iterdir())
+
+
+def reference_boxes(long_side: int = 1280) -> dict:
+    """``tests/data/reference/craft_boxes_<long_side>.json``: image name -> entry."""
+    return json.loads((DATA / "reference" / f"craft_boxes_{long_side}.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def triton(tmp_path_factory):
+    """A real Triton serving ``triton_models/repository`` (cpu flavour) on free ports."""
+    log_path = tmp_path_factory.mktemp("triton") / "triton.log"
+    server = EmbeddedTriton(repository=django_settings.TRITON_MODEL_REPOSITORY,
+                            log_path=log_path)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def live_triton(triton, settings):
+    """Points the gateway's Triton client at the session's embedded Triton."""
+    settings.TRITON_GRPC_URL = triton.grpc_url
+    return triton
+
+
+@pytest.fixture
+def api_key(db):
+    """A fresh API key: ``(ApiKey row, key string)``."""
+    return ApiKey.objects.create_key(name="test", owner="tests", rate_per_minute=10_000)
+
+
+@pytest.fixture
+def api_client(api_key):
+    """A DRF test client that sends the API key."""
+    api_client = APIClient()
+    api_client.credentials(HTTP_AUTHORIZATION=f"Api-Key {api_key[1]}")
+    return api_client
+
+
+@pytest.fixture
+def anonymous_client():
+    return APIClient()

@@ -1,0 +1,101 @@
+"""Detection quality: polygon IoU, one-to-one matching, ICDAR 2015 precision/recall/H-mean.
+
+The ICDAR 2015 Incidental Scene Text protocol (Karatzas et al., ICDAR 2015; the RRC's
+``script.py`` for task 4.1): a detection matches a ground-truth word when their polygon IoU is
+above 0.5, each side matched at most once; detections lying mostly
+(> 50 % of their area) inside a "do not care" region are dropped before matching; don't-care
+words count neither for recall nor for precision. H-mean is the harmonic mean of precision and
+recall. Matching here is greedy from the highest IoU down. Polygons are handled by Shapely.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shapely.geometry import Polygon
+
+
+def polygon(points) -> Polygon:
+    """A valid Shapely polygon from ``[[x, y], ...]`` or a flat ``[x0, y0, x1, y1, ...]``."""
+    flat = [float(v) for point in points for v in (point if hasattr(point, "__len__") else [point])]
+    shape = Polygon(list(zip(flat[0::2], flat[1::2])))
+    return shape if shape.is_valid else shape.buffer(0)
+
+
+def iou(a: Polygon, b: Polygon) -> float:
+    """Intersection over union of two polygons (0 when both are empty)."""
+    union = a.union(b).area
+    return a.intersection(b).area / union if union > 0 else 0.0
+
+
+def match(detections: list[Polygon], truths: list[Polygon], threshold: float) -> list[tuple[int, int]]:
+    """One-to-one pairs ``(detection index, truth index)`` with IoU above ``threshold``.
+
+    Pairs are taken greedily from the highest IoU down, so each polygon is used at most once.
+    """
+    candidates = sorted(
+        ((iou(d, t), i, j) for i, d in enumerate(detections) for j, t in enumerate(truths)),
+        reverse=True)
+    used_d, used_t, pairs = set(), set(), []
+    for value, i, j in candidates:
+        if value < threshold:
+            break
+        if i not in used_d and j not in used_t:
+            used_d.add(i)
+            used_t.add(j)
+            pairs.append((i, j))
+    return pairs
+
+
+def f_score(matched: int, detected: int, expected: int) -> float:
+    """F-score of a matching: ``2 * matched / (detected + expected)``; 1.0 when both are empty."""
+    total = detected + expected
+    return 1.0 if total == 0 else 2.0 * matched / total
+
+
+@dataclass
+class DetectionScore:
+    """Counts and rates of an ICDAR-style evaluation (rates are 0..1)."""
+
+    matched: int = 0
+    detections: int = 0
+    truths: int = 0
+
+    @property
+    def precision(self) -> float:
+        return self.matched / self.detections if self.detections else 1.0 if not self.truths else 0.0
+
+    @property
+    def recall(self) -> float:
+        return self.matched / self.truths if self.truths else 1.0
+
+    @property
+    def hmean(self) -> float:
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+    def add(self, other: "DetectionScore") -> None:
+        self.matched += other.matched
+        self.detections += other.detections
+        self.truths += other.truths
+
+
+def score_image(detections: list, truths: list, dont_care: list,
+                iou_threshold: float = 0.5, dont_care_overlap: float = 0.5) -> DetectionScore:
+    """Score one image's detections against its ground truth (ICDAR 2015 rule).
+
+    Args:
+        detections: detected polygons (each ``[[x, y], ...]``).
+        truths: ground-truth word polygons that count.
+        dont_care: "do not care" polygons.
+        iou_threshold: a pair must have IoU above this to match.
+        dont_care_overlap: a detection whose area lies more than this fraction inside a
+            don't-care region is dropped.
+    """
+    dets = [polygon(d) for d in detections]
+    cares = [polygon(t) for t in truths]
+    ignored = [polygon(t) for t in dont_care]
+    kept = [d for d in dets if not any(
+        d.area > 0 and d.intersection(g).area / d.area > dont_care_overlap for g in ignored)]
+    pairs = match(kept, cares, iou_threshold)
+    return DetectionScore(matched=len(pairs), detections=len(kept), truths=len(cares))

@@ -1,0 +1,82 @@
+"""Shared pieces of the Python-backend models in ``repository/``.
+
+Only imported inside Triton's Python-backend stub: ``triton_python_backend_utils`` exists
+there and nowhere else. The numeric work lives in :mod:`ocr_pipeline.imaging`,
+:mod:`ocr_pipeline.boxes` and :mod:`ocr_pipeline.engines`, which need no Triton.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+from .engines import EngineOptions, load_engine
+
+
+def model_parameters(args: dict) -> dict[str, str]:
+    """The ``parameters`` of a model's config.pbtxt as a flat ``{key: string_value}`` dict."""
+    config = json.loads(args["model_config"])
+    return {key: value["string_value"] for key, value in config.get("parameters", {}).items()}
+
+
+def optional_input(request, name: str) -> np.ndarray | None:
+    """The named input of ``request`` as numpy, or None when the client left it out."""
+    tensor = pb_utils.get_input_tensor_by_name(request, name)
+    return None if tensor is None else tensor.as_numpy()
+
+
+def invalid_argument(code: str, message: str) -> "pb_utils.InferenceResponse":
+    """A response failing one request with INVALID_ARG (gRPC INVALID_ARGUMENT, HTTP 400).
+
+    The message starts with ``[code]`` (``image_undecodable``, ``image_too_large`` or
+    ``invalid_parameter``) so the gateway can answer with the matching API error code.
+    """
+    return pb_utils.InferenceResponse(
+        error=pb_utils.TritonError(f"[{code}] {message}", pb_utils.TritonError.INVALID_ARG))
+
+
+class OnnxPythonModel:
+    """A Python-backend model that runs ``<version>/<onnx_file>`` on a CPU engine.
+
+    The ONNX tensor names are the Triton tensor names, so the same config works for the
+    onnxruntime backend in the gpu flavour. Engine options come from the config parameters
+    (see :class:`ocr_pipeline.engines.EngineOptions`); the engine in use is logged at start-up
+    and exported as the ``ocr_engine_info`` gauge on Triton's metrics endpoint.
+    """
+
+    def initialize(self, args):
+        parameters = model_parameters(args)
+        options = EngineOptions.from_mapping(parameters)
+        onnx_path = os.path.join(args["model_repository"], args["model_version"],
+                                 parameters.get("onnx_file", "model.onnx"))
+        self.engine = load_engine(onnx_path, options)
+        config = json.loads(args["model_config"])
+        self.inputs = [tensor["name"] for tensor in config["input"]]
+        self.outputs = [tensor["name"] for tensor in config["output"]]
+        model = args["model_name"]
+        pb_utils.Logger.log_info(f"{model} v{args['model_version']}: {self.engine.description}")
+        # The family must outlive its metric (Python backend rule), so both are kept.
+        self._info_family = pb_utils.MetricFamily(
+            name="ocr_engine_info",
+            description="Inference engine running a CPU-flavour ONNX model (value always 1)",
+            kind=pb_utils.MetricFamily.GAUGE,
+        )
+        self._info = self._info_family.Metric(labels={
+            "model": model, "version": args["model_version"], "engine": self.engine.description})
+        self._info.set(1)
+
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            feeds = {name: optional_input(request, name) for name in self.inputs}
+            results = self.engine(feeds)
+            responses.append(pb_utils.InferenceResponse(output_tensors=[
+                pb_utils.Tensor(name, results[name]) for name in self.outputs]))
+        return responses
+
+    def finalize(self):
+        del self._info  # metric before its family
+        del self._info_family
