@@ -140,6 +140,8 @@ TRITON_MODEL_REPOSITORY = Path(env.str("TRITON_MODEL_REPOSITORY",
                                        default=str(BASE_DIR / "triton_models" / "repository")))
 TRITON_GRPC_URL = env.str("TRITON_GRPC_URL", default="localhost:8001")
 TRITON_MODEL = env.str("TRITON_MODEL", default="ensemble_ocr")
+#: Triton's Prometheus endpoint; /api/ready reports the cpu flavour's engines from it.
+TRITON_METRICS_URL = env.str("TRITON_METRICS_URL", default="http://localhost:8003/metrics")
 #: Deadline of one inference in seconds; past it the request answers 504.
 TRITON_TIMEOUT_S = env.float("TRITON_TIMEOUT_S", default=30.0)
 #: Seconds a client is told to wait (Retry-After) when Triton is unavailable.

@@ -19,6 +19,7 @@ from .models import ApiKey
 from .parsers import OctetStreamParser, RawImageParser
 from .serializers import ErrorSerializer, OcrParametersSerializer, OcrResponseSerializer
 from .triton_client import get_client
+from .triton_metrics import engine_info
 
 _EXAMPLE_RESPONSE = {
     "request_id": "8d0c6b0f6a7e4c1bb1d0a1c1f2e3d4c5",
@@ -178,6 +179,8 @@ class ReadyView(APIView):
         ready = client.is_ready()
         body = {"status": "ready" if ready else "unavailable",
                 "model": {"name": client.model, "ready": ready}}
+        if ready:
+            body["engines"] = engine_info(settings.TRITON_METRICS_URL, timeout_s=1.0)
         response = Response(body, status=status.HTTP_200_OK if ready
                             else status.HTTP_503_SERVICE_UNAVAILABLE)
         if not ready:

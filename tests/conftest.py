@@ -35,6 +35,7 @@ def triton(tmp_path_factory):
 def live_triton(triton, settings):
     """Points the gateway's Triton client at the session's embedded Triton."""
     settings.TRITON_GRPC_URL = triton.grpc_url
+    settings.TRITON_METRICS_URL = triton.metrics_url
     return triton
 
 

@@ -130,8 +130,11 @@ def test_text_file_is_415(api_client, live_triton, tmp_path):
 def test_ready_is_200_with_triton_up(anonymous_client, live_triton):
     response = anonymous_client.get("/api/ready")
     assert response.status_code == 200
-    assert response.json() == {"status": "ready", "model": {"name": "ensemble_ocr",
-                                                            "ready": True}}
+    body = response.json()
+    assert body["status"] == "ready"
+    assert body["model"] == {"name": "ensemble_ocr", "ready": True}
+    assert sorted(body["engines"]) == ["craft v1", "refinenet v1"]
+    assert all(engine.startswith("openvino ") for engine in body["engines"].values())
 
 
 def test_health_needs_no_key(anonymous_client):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -86,6 +86,20 @@ class EngineOptions:
             if isinstance(exc, EngineConfigError):
                 raise
             raise EngineConfigError(str(exc)) from exc
+
+
+def share_cpus(options: EngineOptions, instances: int, cpus: int | None = None) -> EngineOptions:
+    """Give each of ``instances`` model instances its share of the CPU cores.
+
+    Engines default to one thread per core. Several instances of the same model (Triton's
+    instance group ``count``) would then oversubscribe the cores, so unless threads are set
+    explicitly, each instance gets ``cpus // instances`` threads (at least 1) and one
+    OpenVINO stream.
+    """
+    if instances <= 1 or options.threads:
+        return options
+    cpus = cpus or os.cpu_count() or 1
+    return replace(options, threads=max(1, cpus // instances), streams=options.streams or 1)
 
 
 class Engine:

@@ -13,7 +13,7 @@ import os
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
-from .engines import EngineOptions, load_engine
+from .engines import EngineOptions, load_engine, share_cpus
 
 
 def model_parameters(args: dict) -> dict[str, str]:
@@ -49,11 +49,12 @@ class OnnxPythonModel:
 
     def initialize(self, args):
         parameters = model_parameters(args)
-        options = EngineOptions.from_mapping(parameters)
+        config = json.loads(args["model_config"])
+        instances = sum(int(group.get("count", 1)) for group in config.get("instance_group", []))
+        options = share_cpus(EngineOptions.from_mapping(parameters), instances)
         onnx_path = os.path.join(args["model_repository"], args["model_version"],
                                  parameters.get("onnx_file", "model.onnx"))
         self.engine = load_engine(onnx_path, options)
-        config = json.loads(args["model_config"])
         self.inputs = [tensor["name"] for tensor in config["input"]]
         self.outputs = [tensor["name"] for tensor in config["output"]]
         model = args["model_name"]

@@ -44,7 +44,10 @@ class Command(BaseCommand):
             repository=settings.TRITON_MODEL_REPOSITORY, log_path=log_path,
             grpc_port=triton_grpc_port, http_port=triton_http_port,
             metrics_port=triton_metrics_port,
-            cache_bytes=int(os.environ.get("TRITON_CACHE_BYTES", 256 * 1024 * 1024)))
+            cache_bytes=int(os.environ.get("TRITON_CACHE_BYTES", 256 * 1024 * 1024)),
+            # Compiled OpenVINO models are cached so that restarts do not recompile.
+            env={"OCR_ENGINE_CACHE_DIR": os.environ.get(
+                "OCR_ENGINE_CACHE_DIR", str(settings.VAR_DIR / "cache" / "openvino"))})
         signal.signal(signal.SIGTERM, _interrupt)
         self.stdout.write(f"Starting Triton (gRPC :{triton.grpc_port}, HTTP :{triton.http_port}, "
                           f"metrics :{triton.metrics_port}); log: {log_path}")
@@ -56,7 +59,8 @@ class Command(BaseCommand):
             except TritonStartError as exc:
                 raise CommandError(str(exc)) from exc
             self.stdout.write(f"Triton ready in {time.monotonic() - started:.0f} s")
-            env = dict(os.environ, HTTP_PORT=str(port), TRITON_GRPC_URL=triton.grpc_url)
+            env = dict(os.environ, HTTP_PORT=str(port), TRITON_GRPC_URL=triton.grpc_url,
+                       TRITON_METRICS_URL=triton.metrics_url)
             gunicorn = subprocess.Popen(
                 [sys.executable, "-m", "gunicorn", "-c",
                  str(settings.BASE_DIR / "deploy" / "gunicorn.conf.py"), "gateway.wsgi"],
