@@ -37,6 +37,23 @@ SECRET_KEY = _secret_key()
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
+# --- HTTPS hardening ----------------------------------------------------------------------
+#: Production behind TLS: ``DJANGO_SECURE=true`` turns on HTTPS redirects, secure cookies and
+#: HSTS (``manage.py check --deploy`` then reports nothing). Off for the plain-HTTP embedded
+#: setup, where secure cookies would make the admin login impossible.
+SECURE = env.bool("DJANGO_SECURE", default=False)
+SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=SECURE)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE
+SECURE_HSTS_SECONDS = env.int("DJANGO_HSTS_SECONDS", default=31_536_000 if SECURE else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", default=SECURE)
+SECURE_HSTS_PRELOAD = env.bool("DJANGO_HSTS_PRELOAD", default=SECURE)
+# Health probes come over plain HTTP from the kubelet / Docker inside the cluster.
+SECURE_REDIRECT_EXEMPT = [r"^api/health$", r"^api/ready$", r"^metrics$"]
+if env.bool("DJANGO_BEHIND_TLS_PROXY", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -86,6 +103,10 @@ DATABASES = {
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+#: Throttling counters live here, so they must be shared by every gunicorn worker (and every
+#: replica): the default is a table in the database; ``redis://...`` also works.
+CACHES = {"default": env.cache_url("CACHE_URL", default="dbcache://ocr_cache")}
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -126,10 +147,6 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    "APPEND_COMPONENTS": {"securitySchemes": {"ApiKeyAuth": {
-        "type": "apiKey", "in": "header", "name": "Authorization",
-        "description": "`Api-Key <key>`"}}},
-    "SECURITY": [{"ApiKeyAuth": []}],
 }
 
 # --- Triton -------------------------------------------------------------------------------
@@ -146,6 +163,10 @@ TRITON_METRICS_URL = env.str("TRITON_METRICS_URL", default="http://localhost:800
 TRITON_TIMEOUT_S = env.float("TRITON_TIMEOUT_S", default=30.0)
 #: Seconds a client is told to wait (Retry-After) when Triton is unavailable.
 TRITON_RETRY_AFTER_S = env.int("TRITON_RETRY_AFTER_S", default=5)
+
+# --- Audit log ----------------------------------------------------------------------------
+#: ``manage.py purge_audit_log`` deletes rows older than this many days.
+OCR_AUDIT_RETENTION_DAYS = env.int("OCR_AUDIT_RETENTION_DAYS", default=90)
 
 # --- OCR request limits -------------------------------------------------------------------
 OCR_MAX_UPLOAD_BYTES = env.int("OCR_MAX_UPLOAD_BYTES", default=20 * 1024 * 1024)

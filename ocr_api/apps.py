@@ -7,3 +7,6 @@ class OcrApiConfig(AppConfig):
     name = "ocr_api"
     verbose_name = "OCR API"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from . import schema  # noqa: F401 - registers the OpenAPI auth extension

@@ -17,6 +17,7 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
+from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 logger = logging.getLogger(__name__)
@@ -78,6 +79,12 @@ class UnsupportedImageFormat(ApiError):
     status_code = status.HTTP_415_UNSUPPORTED_MEDIA_TYPE
     default_code = "unsupported_media_type"
     default_detail = "The body is not an image in a supported format."
+
+
+class QuotaExceeded(ApiError):
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+    default_code = "quota_exceeded"
+    default_detail = "The key's daily quota is used up."
 
 
 class InferenceUnavailable(ApiError):
@@ -185,8 +192,8 @@ def exception_handler(exc, context):
     response = drf_exception_handler(exc, context)
     if response is None:
         logger.exception("unhandled error", exc_info=exc)
-        return JsonResponse(
-            error_body(request, "internal_error", "Internal server error."), status=500)
+        return Response(error_body(request, "internal_error", "Internal server error."),
+                        status=status.HTTP_500_INTERNAL_SERVER_ERROR)
 
     message, field = _message_and_field(exc)
     response.data = error_body(request, _code_of(exc), message, field)

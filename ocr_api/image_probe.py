@@ -38,6 +38,20 @@ class ImageInfo:
     frames: int
 
 
+def _orientation(image: Image.Image) -> int:
+    """The EXIF orientation tag (1-8) without decoding pixels.
+
+    For PNG, Pillow's ``getexif()`` decodes the whole image to look for an eXIf chunk after
+    the pixel data; only a chunk before it (already parsed by ``open``) is read here.
+    """
+    if image.format == "PNG":
+        exif = Image.Exif()
+        if image.info.get("exif"):
+            exif.load(image.info["exif"])
+        return exif.get(0x0112, 1)
+    return image.getexif().get(0x0112, 1)
+
+
 def sniff_format(data: bytes) -> str | None:
     """The accepted Pillow format whose signature ``data`` starts with, else None."""
     prefix = data[:_SNIFF_BYTES]
@@ -72,7 +86,7 @@ def probe_image(data: bytes, max_pixels: int, min_side: int) -> ImageInfo:
             with Image.open(io.BytesIO(data), formats=[fmt]) as image:
                 width, height = image.size
                 frames = getattr(image, "n_frames", 1)
-                orientation = image.getexif().get(0x0112, 1)
+                orientation = _orientation(image)
     except Image.DecompressionBombError:
         raise errors.ImageTooLarge(f"The image has more than {max_pixels} pixels.")
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError) as exc:

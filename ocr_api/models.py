@@ -1,5 +1,6 @@
 """API keys and the audit log."""
 
+from django.core.validators import MinValueValidator
 from django.db import models
 from rest_framework_api_key.models import AbstractAPIKey
 
@@ -14,9 +15,10 @@ class ApiKey(AbstractAPIKey):
     owner = models.CharField(max_length=150, blank=True,
                              help_text="Who uses the key: a team, an app, a customer.")
     rate_per_minute = models.PositiveIntegerField(
-        default=60, help_text="Images per minute; more answers 429 rate_limited.")
+        default=60, validators=[MinValueValidator(1)],
+        help_text="Images per minute; more answers 429 rate_limited.")
     daily_quota = models.PositiveIntegerField(
-        null=True, blank=True,
+        null=True, blank=True, validators=[MinValueValidator(1)],
         help_text="Images per UTC day; empty = unlimited. More answers 429 quota_exceeded.")
 
     class Meta(AbstractAPIKey.Meta):

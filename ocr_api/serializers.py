@@ -4,6 +4,8 @@ import math
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from .errors import ERROR_CODES
@@ -21,6 +23,7 @@ class ThresholdField(serializers.FloatField):
         return value
 
 
+@extend_schema_field(OpenApiTypes.BOOL)
 class StrictBooleanField(serializers.Field):
     """``true``/``false`` (JSON booleans, or the strings true, false, 1, 0; any case)."""
 

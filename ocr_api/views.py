@@ -18,6 +18,7 @@ from .image_probe import probe_image
 from .models import ApiKey
 from .parsers import OctetStreamParser, RawImageParser
 from .serializers import ErrorSerializer, OcrParametersSerializer, OcrResponseSerializer
+from .throttling import ApiKeyRateThrottle, DailyQuotaThrottle
 from .triton_client import get_client
 from .triton_metrics import engine_info
 
@@ -43,6 +44,8 @@ class OcrView(APIView):
     """
 
     parser_classes = [MultiPartParser, RawImageParser, OctetStreamParser]
+    # Quota first: it raises at once, and a refused image must not enter the rate window.
+    throttle_classes = [DailyQuotaThrottle, ApiKeyRateThrottle]
 
     @extend_schema(
         operation_id="ocr",
@@ -128,6 +131,8 @@ class OcrView(APIView):
         data = request.data
         if isinstance(data, bytes):
             image = data
+        elif not request.content_type.startswith("multipart/"):
+            image = b""  # an empty raw body: DRF runs no parser on it; sniffing says 415
         else:
             upload = request.FILES.get("image")
             if upload is None:

@@ -1,0 +1,27 @@
+"""``python manage.py purge_audit_log``: delete audit rows older than the retention period."""
+
+import datetime as dt
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+from django.utils import timezone
+
+from ocr_api.models import OcrRequest
+
+
+class Command(BaseCommand):
+    help = "Delete OCR audit-log rows older than OCR_AUDIT_RETENTION_DAYS (or --days)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--days", type=int, default=settings.OCR_AUDIT_RETENTION_DAYS,
+                            help="keep this many days (default: OCR_AUDIT_RETENTION_DAYS)")
+        parser.add_argument("--dry-run", action="store_true", help="count, delete nothing")
+
+    def handle(self, *args, days, dry_run, **options):
+        cutoff = timezone.now() - dt.timedelta(days=days)
+        old = OcrRequest.objects.filter(created__lt=cutoff)
+        if dry_run:
+            self.stdout.write(f"{old.count()} rows older than {days} days would be deleted")
+            return
+        deleted, _ = old.delete()
+        self.stdout.write(f"deleted {deleted} rows older than {days} days")

@@ -1,0 +1,87 @@
+"""Triton faults with a real server: killed, restarted, too slow, model unloaded."""
+
+import time
+
+import pytest
+import tritonclient.grpc as grpcclient
+from django.conf import settings as django_settings
+
+from ocr_api.embedded_triton import EmbeddedTriton
+from ocr_api.models import OcrRequest
+from ocr_api.triton_client import get_client
+
+from .conftest import IMAGES
+
+pytestmark = [pytest.mark.django_db, pytest.mark.triton]
+KOREAN = (IMAGES / "korean.png").read_bytes()
+
+
+@pytest.fixture(scope="module")
+def own_triton(tmp_path_factory):
+    """A Triton of this module's own: these tests kill it."""
+    server = EmbeddedTriton(repository=django_settings.TRITON_MODEL_REPOSITORY,
+                            log_path=tmp_path_factory.mktemp("faults") / "triton.log",
+                            cache_bytes=0)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def gateway(own_triton, settings):
+    settings.TRITON_GRPC_URL = own_triton.grpc_url
+    settings.TRITON_METRICS_URL = own_triton.metrics_url
+    return own_triton
+
+
+def ocr(client):
+    return client.post("/api/ocr", data=KOREAN, content_type="image/png")
+
+
+def test_killed_triton_gives_503_then_recovers_in_the_same_process(api_client,
+                                                                    anonymous_client, gateway):
+    assert ocr(api_client).status_code == 200
+    client_before = get_client()
+
+    gateway.kill()
+    started = time.monotonic()
+    response = ocr(api_client)
+    elapsed = time.monotonic() - started
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "inference_unavailable"
+    assert response["Retry-After"] == str(django_settings.TRITON_RETRY_AFTER_S)
+    assert elapsed < django_settings.TRITON_TIMEOUT_S
+    ready = anonymous_client.get("/api/ready")
+    assert ready.status_code == 503 and ready.json()["status"] == "unavailable"
+    assert OcrRequest.objects.get(request_id=response.json()["request_id"]).error_code == \
+        "inference_unavailable"
+
+    gateway.start()                                   # same ports, same gateway process
+    deadline = time.monotonic() + 30
+    while anonymous_client.get("/api/ready").status_code != 200:
+        assert time.monotonic() < deadline, "gateway did not see Triton come back"
+        time.sleep(0.5)
+    recovered = ocr(api_client)
+    assert recovered.status_code == 200 and len(recovered.json()["boxes"]) == 6
+    assert get_client() is client_before
+
+
+def test_deadline_gives_504(api_client, gateway, settings):
+    settings.TRITON_TIMEOUT_S = 0.001
+    response = ocr(api_client)
+    assert response.status_code == 504
+    assert response.json()["error"]["code"] == "inference_timeout"
+
+
+def test_unloaded_ensemble_gives_503_and_not_ready(api_client, anonymous_client, gateway):
+    control = grpcclient.InferenceServerClient(gateway.grpc_url)
+    control.unload_model("ensemble_ocr")
+    try:
+        response = ocr(api_client)
+        assert response.status_code == 503
+        assert response.json()["error"]["code"] == "inference_unavailable"
+        assert anonymous_client.get("/api/ready").status_code == 503
+    finally:
+        control.load_model("ensemble_ocr")
+        control.close()
+    assert ocr(api_client).status_code == 200
