@@ -55,7 +55,7 @@ SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "ocr_api.apps.OcrAdminConfig",  # django.contrib.admin with the Triton model page
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.contrib.admin import apps as admin_apps
 
 
 class OcrApiConfig(AppConfig):
@@ -10,3 +11,10 @@ class OcrApiConfig(AppConfig):
 
     def ready(self):
         from . import schema  # noqa: F401 - registers the OpenAPI auth extension
+
+
+class OcrAdminConfig(admin_apps.AdminConfig):
+    """Django admin, with :class:`ocr_api.admin_site.OcrAdminSite` as the default site."""
+
+    default = False
+    default_site = "ocr_api.admin_site.OcrAdminSite"

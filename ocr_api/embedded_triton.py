@@ -132,6 +132,9 @@ class EmbeddedTriton:
             "--allow-metrics=true",
             f"--backend-config=python,shm-default-byte-size={self.python_shm_bytes}",
             f"--backend-config=python,shm-growth-byte-size={self.python_shm_bytes}",
+            # The rate limiter keeps craft and refinenet (which use every core) from running
+            # at the same time; see their config.pbtxt.
+            "--rate-limit=execution_count",
             "--exit-timeout-secs=10",
             "--log-verbose=0",
         ]

@@ -2,10 +2,11 @@
 
 from django.urls import path
 
-from . import views
+from .views import health, models, ocr
 
 urlpatterns = [
-    path("ocr", views.OcrView.as_view(), name="ocr"),
-    path("health", views.HealthView.as_view(), name="health"),
-    path("ready", views.ReadyView.as_view(), name="ready"),
+    path("ocr", ocr.OcrView.as_view(), name="ocr"),
+    path("models", models.ModelsView.as_view(), name="models"),
+    path("health", health.HealthView.as_view(), name="health"),
+    path("ready", health.ReadyView.as_view(), name="ready"),
 ]

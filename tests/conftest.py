@@ -56,3 +56,20 @@ def api_client(api_key):
 @pytest.fixture
 def anonymous_client():
     return APIClient()
+
+
+def copy_repository(target: Path) -> Path:
+    """A private copy of the model repository (weights hard-linked, not copied) that a test
+    may change: add versions, edit configs."""
+    source = Path(django_settings.TRITON_MODEL_REPOSITORY)
+    for path in source.rglob("*"):
+        if "__pycache__" in path.parts:
+            continue
+        destination = target / path.relative_to(source)
+        if path.is_dir():
+            destination.mkdir(parents=True, exist_ok=True)
+        elif path.suffix == ".onnx":
+            destination.hardlink_to(path)
+        else:
+            destination.write_bytes(path.read_bytes())
+    return target

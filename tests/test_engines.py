@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from django.conf import settings
 
@@ -115,3 +116,27 @@ def test_triton_runs_the_engine_the_environment_selects(tmp_path):
     assert list(engines_in_use) == ["craft v1"]
     assert engines_in_use["craft v1"].startswith("onnxruntime ")
     assert "craft v1: onnxruntime" in server.log_path.read_text()
+
+
+def test_run_grouped_batches_equal_shapes_and_keeps_order():
+    calls = []
+
+    def engine(inputs):
+        calls.append(inputs["x"].shape)
+        return {"double": inputs["x"] * 2}
+
+    feeds = [{"x": np.full((1, 2, 4), i, np.float32)} for i in range(3)]
+    feeds.insert(1, {"x": np.full((1, 2, 8), 9, np.float32)})   # another shape
+    results = engines.run_grouped(engine, feeds)
+    assert calls == [(3, 2, 4), (1, 2, 8)]
+    assert [float(r["double"][0, 0, 0]) for r in results] == [0.0, 18.0, 2.0, 4.0]
+    assert all(r["double"].shape[0] == 1 for r in results)
+
+
+def test_openvino_runs_a_batch_like_single_images():
+    craft = engines.load_engine(str(REPOSITORY / "craft" / "1" / "model.onnx"),
+                                engines.EngineOptions(engine="openvino", precision="fp32"))
+    images = np.random.default_rng(0).normal(size=(2, 3, 64, 96)).astype(np.float32)
+    together = craft({"image": images})["y"]
+    alone = [craft({"image": images[i:i + 1]})["y"] for i in range(2)]
+    np.testing.assert_allclose(together, np.concatenate(alone), atol=1e-4)

@@ -10,7 +10,7 @@ from tritonclient.grpc import model_config_pb2
 
 REPOSITORY = Path(settings.TRITON_MODEL_REPOSITORY)
 ENSEMBLE = "ensemble_ocr"
-FLAVOURS = ("cpu", "gpu")
+FLAVOURS = ("cpu", "batched", "gpu")
 
 
 def load_config(model: str, flavour: str) -> model_config_pb2.ModelConfig:
@@ -52,41 +52,75 @@ def test_ensemble_has_the_four_documented_steps():
         assert contract[("input", name)][2] is True, name
 
 
-def test_flavours_declare_the_same_graph_and_tensor_contract():
-    assert steps("cpu") == steps("gpu")
+@pytest.mark.parametrize("flavour", ["batched", "gpu"])
+def test_flavours_declare_the_same_graph_and_tensor_contract(flavour):
+    assert steps(flavour) == steps("cpu")
     models = [ENSEMBLE] + [name for name, _, _ in steps("cpu")]
     for model in models:
-        assert tensor_contract(load_config(model, "cpu")) == \
-            tensor_contract(load_config(model, "gpu")), model
-        assert load_config(model, "cpu").max_batch_size == \
-            load_config(model, "gpu").max_batch_size, model
+        assert tensor_contract(load_config(model, flavour)) == \
+            tensor_contract(load_config(model, "cpu")), model
+        assert load_config(model, flavour).max_batch_size == \
+            load_config(model, "cpu").max_batch_size, model
 
 
 @pytest.mark.parametrize("model", ["craft", "refinenet"])
 def test_flavours_differ_only_in_how_the_networks_run(model):
-    cpu, gpu = load_config(model, "cpu"), load_config(model, "gpu")
-    assert cpu.backend == "python"
-    assert [g.kind for g in cpu.instance_group] == [model_config_pb2.ModelInstanceGroup.KIND_CPU]
+    cpu, batched, gpu = (load_config(model, f) for f in ("cpu", "batched", "gpu"))
+    kind = model_config_pb2.ModelInstanceGroup
+    for config in (cpu, batched):
+        assert config.backend == "python"
+        assert [g.kind for g in config.instance_group] == [kind.KIND_CPU]
+        # Rate limiter: both networks need the one "ocr_engine" unit.
+        resources = config.instance_group[0].rate_limiter.resources
+        assert [(r.name, r.count, getattr(r, "global")) for r in resources] == \
+            [("ocr_engine", 1, True)]
     assert gpu.platform == "onnxruntime_onnx"
-    assert [g.kind for g in gpu.instance_group] == [model_config_pb2.ModelInstanceGroup.KIND_GPU]
+    assert [g.kind for g in gpu.instance_group] == [kind.KIND_GPU]
+    assert cpu.max_batch_size == 4 and not cpu.HasField("dynamic_batching")
+    for config in (batched, gpu):
+        assert config.dynamic_batching.max_queue_delay_microseconds == 5000
+
+
+def test_batched_flavour_pads_to_a_square_canvas_and_runs_two_pre_post_instances():
+    def parameter(config, key):
+        return config.parameters[key].string_value
+
+    assert parameter(load_config("preprocess", "cpu"), "canvas") == "fit"
+    assert parameter(load_config("preprocess", "batched"), "canvas") == "square"
+    for model in ("preprocess", "postprocess"):
+        assert load_config(model, "batched").instance_group[0].count == 2
+
+
+def full_shape(config, dims: list) -> list:
+    """The shape a tensor really has: batching models (max_batch_size > 0) add dimension 0."""
+    return ([-1] if config.max_batch_size > 0 else []) + list(dims)
+
+
+def compatible(shape_a: list, shape_b: list) -> bool:
+    """Same rank, and every dimension equal or variable (-1) on one side."""
+    return len(shape_a) == len(shape_b) and all(
+        a == b or -1 in (a, b) for a, b in zip(shape_a, shape_b))
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_every_step_mapping_names_real_tensors_of_matching_type(flavour):
-    ensemble = tensor_contract(load_config(ENSEMBLE, flavour))
-    produced = {name: spec for (kind, name), spec in ensemble.items() if kind == "input"}
+    ensemble_config = load_config(ENSEMBLE, flavour)
+    produced = {t.name: (t.data_type, full_shape(ensemble_config, t.dims))
+                for t in ensemble_config.input}
     for model, inputs, outputs in steps(flavour):
-        contract = tensor_contract(load_config(model, flavour))
+        config = load_config(model, flavour)
+        declared_inputs = {t.name: t for t in config.input}
+        declared_outputs = {t.name: t for t in config.output}
         for model_tensor, ensemble_tensor in inputs.items():
-            assert ("input", model_tensor) in contract, (model, model_tensor)
-            dtype, dims, _ = contract[("input", model_tensor)]
-            assert produced[ensemble_tensor][:2] == (dtype, dims), (model, model_tensor)
+            tensor = declared_inputs[model_tensor]
+            dtype, shape = produced[ensemble_tensor]
+            assert tensor.data_type == dtype, (model, model_tensor)
+            assert compatible(full_shape(config, tensor.dims), shape), (model, model_tensor)
         for model_tensor, ensemble_tensor in outputs.items():
-            assert ("output", model_tensor) in contract, (model, model_tensor)
-            produced[ensemble_tensor] = contract[("output", model_tensor)]
-    for (kind, name), spec in ensemble.items():
-        if kind == "output":
-            assert produced[name][:2] == spec[:2], name
+            tensor = declared_outputs[model_tensor]
+            produced[ensemble_tensor] = (tensor.data_type, full_shape(config, tensor.dims))
+    for tensor in ensemble_config.output:
+        assert produced[tensor.name] == (tensor.data_type, list(tensor.dims)), tensor.name
 
 
 @pytest.mark.parametrize("model", ["craft", "refinenet"])
@@ -98,5 +132,7 @@ def test_onnx_files_match_their_configs(model):
     assert [o.name for o in session.get_outputs()] == [t.name for t in config.output]
     for declared, actual in zip(list(config.input) + list(config.output),
                                 session.get_inputs() + session.get_outputs()):
-        assert len(declared.dims) == len(actual.shape)
-        assert [d for d in declared.dims[:2]] == actual.shape[:2]
+        # fetch_models made dimension 0 the symbolic batch; the config declares the rest.
+        assert actual.shape[0] == "batch"
+        assert len(declared.dims) == len(actual.shape) - 1
+        assert declared.dims[0] == actual.shape[1]

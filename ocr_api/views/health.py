@@ -1,0 +1,46 @@
+"""Probes: ``GET /api/health`` (liveness) and ``GET /api/ready`` (readiness)."""
+
+from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from ..triton_client import get_client
+from ..triton_metrics import engine_info
+
+
+class HealthView(APIView):
+    """Liveness: the gateway process answers. Does not look at Triton."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(operation_id="health", summary="Liveness probe",
+                   responses={200: OpenApiTypes.OBJECT})
+    def get(self, request):
+        return Response({"status": "ok"})
+
+
+class ReadyView(APIView):
+    """Readiness: Triton is live and the ensemble is ready; 503 otherwise."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(operation_id="ready", summary="Readiness probe",
+                   responses={200: OpenApiTypes.OBJECT, 503: OpenApiTypes.OBJECT})
+    def get(self, request):
+        client = get_client()
+        ready = client.is_ready()
+        body = {"status": "ready" if ready else "unavailable",
+                "model": {"name": client.model, "ready": ready}}
+        if ready:
+            body["engines"] = engine_info(settings.TRITON_METRICS_URL, timeout_s=1.0)
+        response = Response(body, status=status.HTTP_200_OK if ready
+                            else status.HTTP_503_SERVICE_UNAVAILABLE)
+        if not ready:
+            response["Retry-After"] = str(settings.TRITON_RETRY_AFTER_S)
+        return response
