@@ -2,22 +2,66 @@
 
 gthread workers: each request spends most of its time waiting on Triton's gRPC answer, so a
 few processes with several threads each keep the CPU free for Triton on the same host.
+Every variable is listed, with its default, in ``deploy/.env.example``.
 """
 
 import os
 
+
+def _env_int(name: str, default: int) -> int:
+    """``int(os.environ[name])``, or ``default`` when it is unset or empty."""
+    value = os.environ.get(name, "").strip()
+    return int(value) if value else default
+
+
+_inference_timeout_s = float(os.environ.get("TRITON_TIMEOUT_S", "") or 30)
+
 bind = f"{os.environ.get('HTTP_HOST', '0.0.0.0')}:{os.environ.get('HTTP_PORT', '8000')}"
 worker_class = "gthread"
-workers = int(os.environ.get("GUNICORN_WORKERS", "2"))
-threads = int(os.environ.get("GUNICORN_THREADS", "4"))
+workers = _env_int("GUNICORN_WORKERS", 2)
+threads = _env_int("GUNICORN_THREADS", 4)
+
 # A worker must outlive the slowest inference (TRITON_TIMEOUT_S), or gunicorn would kill it
-# mid-request and the client would get a bare 502 instead of a 504 inference_timeout.
-timeout = int(float(os.environ.get("TRITON_TIMEOUT_S", "30")) + 30)
-graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))
-keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "5"))
-# Requests larger than this never reach Django (OCR_MAX_UPLOAD_BYTES is checked there).
+# mid-request and the client would get a bare 502 instead of a 504 inference_timeout. A
+# smaller GUNICORN_TIMEOUT is raised to that floor rather than trusted.
+_timeout_floor = int(_inference_timeout_s) + 10
+timeout = max(_env_int("GUNICORN_TIMEOUT", int(_inference_timeout_s) + 30), _timeout_floor)
+# On SIGTERM (docker stop, a Kubernetes rollout) workers stop accepting and finish the requests
+# they hold; by default for as long as one inference may take. The orchestrator's grace period
+# (compose stop_grace_period, terminationGracePeriodSeconds) must be longer than this.
+graceful_timeout = _env_int("GUNICORN_GRACEFUL_TIMEOUT", _timeout_floor)
+keepalive = _env_int("GUNICORN_KEEPALIVE", 5)
+# Recycle workers now and then so a slow leak cannot grow forever; the jitter keeps them from
+# all restarting at once. 0 disables it.
+max_requests = _env_int("GUNICORN_MAX_REQUESTS", 0)
+max_requests_jitter = _env_int("GUNICORN_MAX_REQUESTS_JITTER", max_requests // 10)
+# The workers' heartbeat files: on Docker's overlay filesystem a write can block for seconds
+# and get a healthy worker killed; containers set this to /dev/shm (a tmpfs).
+worker_tmp_dir = os.environ.get("GUNICORN_WORKER_TMP_DIR") or None
+
+# Longest header line gunicorn accepts (long Authorization or forwarded headers). The body cap
+# (OCR_MAX_UPLOAD_BYTES) is enforced by Django.
 limit_request_field_size = 16384
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG", "-")
 errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
+# Proxies whose X-Forwarded-Proto/-For gunicorn believes (comma-separated, "*" for any).
 forwarded_allow_ips = os.environ.get("GUNICORN_FORWARDED_ALLOW_IPS", "127.0.0.1")
+
+
+def on_starting(server):
+    """Start every run with an empty Prometheus multiprocess directory (stale worker files
+    from an earlier run would be summed into /metrics)."""
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+        for name in os.listdir(directory):
+            os.remove(os.path.join(directory, name))
+
+
+def child_exit(server, worker):
+    """A worker died or was recycled: drop its live gauges (ocr_requests_in_flight)."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)

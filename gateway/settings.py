@@ -161,6 +161,10 @@ TRITON_MODEL = env.str("TRITON_MODEL", default="ensemble_ocr")
 TRITON_METRICS_URL = env.str("TRITON_METRICS_URL", default="http://localhost:8003/metrics")
 #: Deadline of one inference in seconds; past it the request answers 504.
 TRITON_TIMEOUT_S = env.float("TRITON_TIMEOUT_S", default=30.0)
+#: Send image bytes through system shared memory (gateway and Triton on the same host only).
+TRITON_SHARED_MEMORY = env.bool("TRITON_SHARED_MEMORY", default=False)
+#: Size of each shared-memory region; larger images go in the gRPC message.
+TRITON_SHARED_MEMORY_BYTES = env.int("TRITON_SHARED_MEMORY_BYTES", default=8 * 1024 * 1024)
 #: Seconds a client is told to wait (Retry-After) when Triton is unavailable.
 TRITON_RETRY_AFTER_S = env.int("TRITON_RETRY_AFTER_S", default=5)
 
@@ -170,6 +174,8 @@ OCR_AUDIT_RETENTION_DAYS = env.int("OCR_AUDIT_RETENTION_DAYS", default=90)
 
 # --- OCR request limits -------------------------------------------------------------------
 OCR_MAX_UPLOAD_BYTES = env.int("OCR_MAX_UPLOAD_BYTES", default=20 * 1024 * 1024)
+#: Most images in one ``POST /api/ocr/batch``.
+OCR_BATCH_MAX_IMAGES = env.int("OCR_BATCH_MAX_IMAGES", default=8)
 OCR_MAX_PIXELS = env.int("OCR_MAX_PIXELS", default=40_000_000)
 OCR_MIN_IMAGE_SIDE = env.int("OCR_MIN_IMAGE_SIDE", default=8)
 OCR_LONG_SIDE_MIN = env.int("OCR_LONG_SIDE_MIN", default=64)
@@ -188,9 +194,15 @@ LOGGING = {
     "filters": {"request_id": {"()": "ocr_api.middleware.RequestIdLogFilter"}},
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s [%(request_id)s] %(name)s %(message)s"},
+        # LOG_FORMAT=json: one JSON object per line, for log shippers.
+        "json": {"()": "pythonjsonlogger.json.JsonFormatter",
+                 "fmt": "%(asctime)s %(levelname)s %(name)s %(request_id)s %(message)s",
+                 "rename_fields": {"asctime": "time", "levelname": "level",
+                                   "name": "logger"}},
     },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain",
+        "console": {"class": "logging.StreamHandler",
+                    "formatter": env.str("LOG_FORMAT", default="plain"),
                     "filters": ["request_id"]},
     },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},

@@ -7,12 +7,14 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from ocr_api.errors import json_error_view
+from ocr_api.views.metrics import metrics_view
 
 urlpatterns = [
     path("api/", include("ocr_api.urls")),
     path("api/schema", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("admin/", admin.site.urls),
+    path("metrics", metrics_view, name="metrics"),
 ]
 
 handler400 = json_error_view(400, "malformed_request", "Bad request.")

@@ -51,6 +51,12 @@ class MissingImage(ApiError):
     default_detail = "Send the image as multipart field 'image' or as a raw image/* body."
 
 
+class TooManyImages(ApiError):
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_code = "too_many_images"
+    default_detail = "Too many images in one batch request."
+
+
 class ImageUndecodable(ApiError):
     status_code = status.HTTP_400_BAD_REQUEST
     default_code = "image_undecodable"
@@ -123,6 +129,7 @@ _DRF_CODES = {
 ERROR_CODES: dict[str, int] = {
     "invalid_parameter": 400,
     "missing_image": 400,
+    "too_many_images": 400,
     "malformed_request": 400,
     "image_undecodable": 400,
     "image_too_small": 400,

@@ -29,8 +29,15 @@ class RequestIdMiddleware:
 
 
 class RequestIdLogFilter(logging.Filter):
-    """Adds ``record.request_id`` ("-" outside a request) for the log format to print."""
+    """Adds ``record.request_id`` ("-" outside a request) for the log format to print.
+
+    Django logs a request's 4xx/5xx line (``django.request``) after the middleware returned;
+    that record carries the request itself, whose id is used then.
+    """
 
     def filter(self, record):
-        record.request_id = _current_request_id.get()
+        request_id = _current_request_id.get()
+        if request_id == "-":
+            request_id = getattr(getattr(record, "request", None), "request_id", "-")
+        record.request_id = request_id
         return True

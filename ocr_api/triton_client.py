@@ -17,6 +17,7 @@ import atexit
 import re
 import threading
 import time
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,7 +25,8 @@ import tritonclient.grpc as grpcclient
 from django.conf import settings
 from tritonclient.utils import InferenceServerException
 
-from . import errors
+from . import errors, metrics
+from .shared_memory import SharedMemoryPool
 
 #: gRPC channel options. Reconnect backoff is capped at 2 s (gRPC's default grows to 120 s)
 #: so requests succeed again within seconds of Triton coming back.
@@ -121,31 +123,30 @@ class TritonClient:
         url: gRPC target.
         model: ensemble name (``ensemble_ocr``).
         timeout_s: deadline of one inference, seconds.
+        shared_memory_bytes: when > 0, image bytes go through system shared-memory regions of
+            this size (:mod:`ocr_api.shared_memory`); only for Triton on the same host.
     """
 
-    def __init__(self, url: str, model: str, timeout_s: float):
+    _OUTPUTS = ("BOXES", "SCORES", "IMAGE_SIZE")
+
+    def __init__(self, url: str, model: str, timeout_s: float, shared_memory_bytes: int = 0):
         self.url, self.model, self.timeout_s = url, model, timeout_s
+        self.settings = (url, model, timeout_s, shared_memory_bytes)
         self._client = grpcclient.InferenceServerClient(url, channel_args=_CHANNEL_ARGS)
+        self.shared_memory = (SharedMemoryPool(self._client, shared_memory_bytes)
+                              if shared_memory_bytes else None)
 
-    def detect(self, image: bytes, parameters: dict) -> Detection:
-        """Run the ensemble on one encoded image.
+    @contextmanager
+    def _inputs(self, image: bytes, parameters: dict, use_shared_memory: bool = True):
+        """The ensemble inputs; IMAGE_BYTES in a shared-memory region when possible."""
+        inputs = build_inputs(image, parameters)
+        if self.shared_memory is None or not use_shared_memory:
+            yield inputs
+            return
+        with self.shared_memory.image_input(image) as tensor:
+            yield [tensor, *inputs[1:]] if tensor is not None else inputs
 
-        Args:
-            image: the encoded file as uploaded.
-            parameters: optional ``long_side``, ``text_threshold``, ``link_threshold``,
-                ``low_text``, ``refine``; missing or None ones take the model's defaults.
-
-        Raises:
-            errors.ApiError: see :func:`map_triton_error`.
-        """
-        outputs = [grpcclient.InferRequestedOutput(n) for n in ("BOXES", "SCORES", "IMAGE_SIZE")]
-        started = time.perf_counter()
-        try:
-            result = self._client.infer(self.model, build_inputs(image, parameters),
-                                        outputs=outputs, client_timeout=self.timeout_s)
-        except InferenceServerException as exc:
-            raise map_triton_error(exc) from exc
-        elapsed_ms = (time.perf_counter() - started) * 1000.0
+    def _detection(self, result, elapsed_ms: float) -> Detection:
         response = result.get_response()
         width, height = (int(v) for v in result.as_numpy("IMAGE_SIZE"))
         return Detection(
@@ -154,6 +155,94 @@ class TritonClient:
             width=width, height=height,
             model_name=response.model_name, model_version=response.model_version,
             inference_ms=elapsed_ms)
+
+    def _failure(self, exc: InferenceServerException) -> errors.ApiError:
+        error = map_triton_error(exc)
+        metrics.TRITON_ERRORS.labels(error.default_code).inc()
+        return error
+
+    def _lost_shared_memory(self, exc: InferenceServerException) -> bool:
+        """Triton lost the region registrations (it restarted): re-register on next use."""
+        if self.shared_memory is not None and "shared memory" in (exc.message() or ""):
+            self.shared_memory.forget_registrations()
+            return True
+        return False
+
+    def detect(self, image: bytes, parameters: dict,
+               use_shared_memory: bool = True) -> Detection:
+        """Run the ensemble on one encoded image.
+
+        Args:
+            image: the encoded file as uploaded.
+            parameters: optional ``long_side``, ``text_threshold``, ``link_threshold``,
+                ``low_text``, ``refine``; missing or None ones take the model's defaults.
+            use_shared_memory: allow the shared-memory path when it is configured.
+
+        Raises:
+            errors.ApiError: see :func:`map_triton_error`.
+        """
+        outputs = [grpcclient.InferRequestedOutput(n) for n in self._OUTPUTS]
+        started = time.perf_counter()
+        try:
+            with self._inputs(image, parameters, use_shared_memory) as inputs:
+                result = self._client.infer(self.model, inputs, outputs=outputs,
+                                            client_timeout=self.timeout_s)
+        except InferenceServerException as exc:
+            if use_shared_memory and self._lost_shared_memory(exc):
+                return self.detect(image, parameters, use_shared_memory=False)
+            raise self._failure(exc) from exc
+        return self._detection(result, (time.perf_counter() - started) * 1000.0)
+
+    def detect_many(self, items: list[tuple[bytes, dict]]) -> list[Detection | errors.ApiError]:
+        """Run the ensemble on several images concurrently (gRPC async inference).
+
+        Args:
+            items: ``(image bytes, parameters)`` per image.
+
+        Returns:
+            per item, in order: its :class:`Detection`, or the :class:`errors.ApiError` it
+            failed with (one bad image does not fail the others).
+        """
+        results: list = [None] * len(items)
+        done = threading.Semaphore(0)
+        outputs = [grpcclient.InferRequestedOutput(n) for n in self._OUTPUTS]
+
+        def submit(index: int, image: bytes, parameters: dict) -> None:
+            stack = ExitStack()
+            started = time.perf_counter()
+
+            def callback(result, error):
+                stack.close()  # frees the shared-memory region, if one was leased
+                if error is not None:
+                    results[index] = error
+                else:
+                    results[index] = self._detection(
+                        result, (time.perf_counter() - started) * 1000.0)
+                done.release()
+
+            try:
+                inputs = stack.enter_context(self._inputs(image, parameters))
+                self._client.async_infer(self.model, inputs, callback, outputs=outputs,
+                                         client_timeout=self.timeout_s)
+            except InferenceServerException as exc:
+                stack.close()
+                results[index] = exc
+                done.release()
+
+        for index, (image, parameters) in enumerate(items):
+            submit(index, image, parameters)
+        for _ in items:
+            done.acquire()
+        for index, result in enumerate(results):
+            if isinstance(result, InferenceServerException):
+                if self._lost_shared_memory(result):
+                    try:
+                        results[index] = self.detect(*items[index], use_shared_memory=False)
+                    except errors.ApiError as error:
+                        results[index] = error
+                else:
+                    results[index] = self._failure(result)
+        return results
 
     def is_ready(self, timeout_s: float = 2.0) -> bool:
         """True when Triton is live and the ensemble is ready (never raises)."""
@@ -164,6 +253,9 @@ class TritonClient:
             return False
 
     def close(self):
+        """Unregister shared memory (if any) and close the channel."""
+        if self.shared_memory is not None:
+            self.shared_memory.close()
         self._client.close()
 
 
@@ -174,9 +266,10 @@ _client: TritonClient | None = None
 def get_client() -> TritonClient:
     """This process's shared client for the configured Triton (re-made if settings change)."""
     global _client
-    wanted = (settings.TRITON_GRPC_URL, settings.TRITON_MODEL, settings.TRITON_TIMEOUT_S)
+    wanted = (settings.TRITON_GRPC_URL, settings.TRITON_MODEL, settings.TRITON_TIMEOUT_S,
+              settings.TRITON_SHARED_MEMORY_BYTES if settings.TRITON_SHARED_MEMORY else 0)
     with _lock:
-        if _client is None or (_client.url, _client.model, _client.timeout_s) != wanted:
+        if _client is None or _client.settings != wanted:
             if _client is not None:
                 _client.close()
             _client = TritonClient(*wanted)

@@ -11,6 +11,15 @@ from ocr_api.embedded_triton import EmbeddedTriton
 from ocr_api.models import ApiKey
 
 DATA = Path(__file__).parent / "data"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """Mark every test that touches the database ``django_db`` (whether it asked through the
+    marker or a fixture), so ``-m django_db`` selects them all for the PostgreSQL run."""
+    for item in items:
+        if {"db", "transactional_db"} & set(item.fixturenames):
+            item.add_marker(pytest.mark.django_db)
 IMAGES = DATA / "images"
 IMAGE_NAMES = sorted(p.name for p in IMAGES.iterdir())
 

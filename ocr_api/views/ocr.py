@@ -2,30 +2,37 @@
 
 from __future__ import annotations
 
-import time
-
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
-from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from .. import audit, errors
+from .. import errors, uploads
 from ..image_probe import probe_image
-from ..models import ApiKey
-from ..parsers import OctetStreamParser, RawImageParser
 from ..serializers import ErrorSerializer, OcrParametersSerializer, OcrResponseSerializer
-from ..throttling import ApiKeyRateThrottle, DailyQuotaThrottle
 from ..triton_client import get_client
+from .base import OcrEndpoint, boxes_body, record_detection
 
+#: A real answer for tests/data/images/korean.png at the default long side 1280.
 _EXAMPLE_RESPONSE = {
-    "request_id": "8d0c6b0f6a7e4c1bb1d0a1c1f2e3d4c5",
+    "request_id": "5263fa006cfa40f4a5d4f0dc30ddd9b8",
     "model": {"name": "ensemble_ocr", "version": "1"},
     "image": {"width": 629, "height": 420, "format": "PNG"},
-    "boxes": [{"points": [[95.4, 79.6], [219.6, 79.6], [219.6, 125.1], [95.4, 125.1]],
-               "score": 0.9648}],
-    "timing_ms": {"total": 812.4, "inference": 790.1},
+    "boxes": [
+        {"points": [[143.9, 89.1], [278.5, 100.2], [272.7, 171.2], [138.1, 160.1]],
+         "score": 0.9648},
+        {"points": [[379.4, 114.3], [518.4, 119.7], [515.8, 187.2], [376.8, 181.9]],
+         "score": 0.9766},
+        {"points": [[169.2, 182.2], [252.7, 190.2], [249.3, 226.5], [165.8, 218.6]],
+         "score": 0.9922},
+        {"points": [[355.0, 196.5], [530.6, 218.2], [525.4, 260.0], [349.9, 238.4]],
+         "score": 0.9922},
+        {"points": [[196.1, 282.5], [283.6, 286.6], [281.6, 327.3], [194.1, 323.1]],
+         "score": 0.9961},
+        {"points": [[352.6, 291.7], [456.1, 298.4], [453.4, 339.4], [350.0, 332.7]],
+         "score": 1.0},
+    ],
+    "timing_ms": {"total": 712.3, "inference": 699.0},
 }
 
 
@@ -34,15 +41,9 @@ def _error_responses(*statuses: int) -> dict:
         name for name, st in errors.ERROR_CODES.items() if st == code)) for code in statuses}
 
 
-class OcrView(APIView):
-    """Detect text boxes in one image.
+class OcrView(OcrEndpoint):
+    """Detect text boxes in one image. Audited and measured by :class:`OcrEndpoint`."""
 
-    Every call, answered or refused, leaves one audit row (``finalize_response``).
-    """
-
-    parser_classes = [MultiPartParser, RawImageParser, OctetStreamParser]
-    # Quota first: it raises at once, and a refused image must not enter the rate window.
-    throttle_classes = [DailyQuotaThrottle, ApiKeyRateThrottle]
 
     @extend_schema(
         operation_id="ocr",
@@ -63,94 +64,22 @@ class OcrView(APIView):
             **_error_responses(400, 401, 403, 413, 415, 429, 500, 502, 503, 504)},
     )
     def post(self, request):
-        record = self.audit_record
-        self._check_declared_length(request)
-        image = self._image_bytes(request)
+        record = self.new_record()
+        image = uploads.single_image(request)
         record.bytes_received = len(image)
-        parameters = self._parameters(request)
-        record.parameters = parameters
+        record.parameters = parameters = uploads.parameters(request)
 
         info = probe_image(image, settings.OCR_MAX_PIXELS, settings.OCR_MIN_IMAGE_SIDE)
         record.image_format, record.width, record.height = info.format, info.width, info.height
 
         detection = get_client().detect(image, parameters)
-        record.width, record.height = detection.width, detection.height
-        record.box_count = len(detection.boxes)
-        record.inference_ms = detection.inference_ms
-        record.model_name, record.model_version = detection.model_name, detection.model_version
+        record_detection(record, detection)
         return Response({
             "request_id": request.request_id,
             "model": {"name": detection.model_name, "version": detection.model_version},
             "image": {"width": detection.width, "height": detection.height,
                       "format": info.format},
-            "boxes": [{"points": [[round(float(x), 1), round(float(y), 1)] for x, y in box],
-                       "score": round(float(score), 4)}
-                      for box, score in zip(detection.boxes, detection.scores)],
-            "timing_ms": {"total": self._elapsed_ms(),
+            "boxes": boxes_body(detection),
+            "timing_ms": {"total": self.elapsed_ms(),
                           "inference": round(detection.inference_ms, 1)},
         })
-
-    # -- request handling -------------------------------------------------------------------
-
-    def initial(self, request, *args, **kwargs):
-        self.started = time.perf_counter()
-        self.audit_record = audit.AuditRecord(request_id=request._request.request_id,
-                                              client_ip=audit.client_ip(request._request))
-        super().initial(request, *args, **kwargs)
-
-    def finalize_response(self, request, response, *args, **kwargs):
-        response = super().finalize_response(request, response, *args, **kwargs)
-        record = getattr(self, "audit_record", None)
-        if record is not None:
-            record.http_status = response.status_code
-            data = response.data if isinstance(getattr(response, "data", None), dict) else {}
-            record.error_code = (data.get("error") or {}).get("code", "")
-            record.total_ms = self._elapsed_ms()
-            audit.write(record, request.auth if isinstance(request.auth, ApiKey) else None)
-        return response
-
-    def _elapsed_ms(self) -> float:
-        return round((time.perf_counter() - self.started) * 1000.0, 1)
-
-    @staticmethod
-    def _check_declared_length(request):
-        """Refuse an oversized body from its Content-Length, before reading it."""
-        try:
-            declared = int(request.META.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            declared = 0
-        if declared > settings.OCR_MAX_UPLOAD_BYTES + 64 * 1024:  # multipart framing slack
-            raise errors.PayloadTooLarge(
-                f"The body is {declared} bytes; the limit is {settings.OCR_MAX_UPLOAD_BYTES}.")
-
-    @staticmethod
-    def _image_bytes(request) -> bytes:
-        data = request.data
-        if isinstance(data, bytes):
-            image = data
-        elif not request.content_type.startswith("multipart/"):
-            image = b""  # an empty raw body: DRF runs no parser on it; sniffing says 415
-        else:
-            upload = request.FILES.get("image")
-            if upload is None:
-                raise errors.MissingImage()
-            if upload.size > settings.OCR_MAX_UPLOAD_BYTES:
-                raise errors.PayloadTooLarge(
-                    f"The image is {upload.size} bytes; the limit is "
-                    f"{settings.OCR_MAX_UPLOAD_BYTES}.")
-            image = upload.read()
-        if len(image) > settings.OCR_MAX_UPLOAD_BYTES:
-            raise errors.PayloadTooLarge(
-                f"The image is {len(image)} bytes; the limit is {settings.OCR_MAX_UPLOAD_BYTES}.")
-        return image
-
-    @staticmethod
-    def _parameters(request) -> dict:
-        raw = {key: request.query_params.get(key) for key in request.query_params}
-        if not isinstance(request.data, bytes):
-            raw.update({key: request.data.get(key) for key in request.data if key != "image"})
-        serializer = OcrParametersSerializer(data=raw)
-        if not serializer.is_valid():
-            field, messages = next(iter(serializer.errors.items()))
-            raise errors.InvalidParameter(f"{field}: {messages[0]}", field=field)
-        return dict(serializer.validated_data)

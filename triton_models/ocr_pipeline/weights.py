@@ -128,6 +128,7 @@ def _write_atomically(target: Path, data: bytes) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=target.parent, delete=False) as tmp:
         tmp.write(data)
+    os.chmod(tmp.name, 0o644)  # readable by a non-root Triton user (temp files start 0600)
     os.replace(tmp.name, target)
 
 

@@ -59,8 +59,10 @@ class Command(BaseCommand):
             except TritonStartError as exc:
                 raise CommandError(str(exc)) from exc
             self.stdout.write(f"Triton ready in {time.monotonic() - started:.0f} s")
+            # Workers are processes: they share Prometheus metrics through this directory.
             env = dict(os.environ, HTTP_PORT=str(port), TRITON_GRPC_URL=triton.grpc_url,
-                       TRITON_METRICS_URL=triton.metrics_url)
+                       TRITON_METRICS_URL=triton.metrics_url,
+                       PROMETHEUS_MULTIPROC_DIR=str(settings.VAR_DIR / "prometheus"))
             gunicorn = subprocess.Popen(
                 [sys.executable, "-m", "gunicorn", "-c",
                  str(settings.BASE_DIR / "deploy" / "gunicorn.conf.py"), "gateway.wsgi"],

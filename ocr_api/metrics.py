@@ -1,0 +1,47 @@
+"""Prometheus metrics of the gateway, served at ``GET /metrics``.
+
+Under gunicorn every worker is a process: with ``PROMETHEUS_MULTIPROC_DIR`` set (the serve
+command and the container images set it; gunicorn.conf.py cleans up after dead workers), each
+worker writes its samples there and ``/metrics`` sums them. Without it (tests, ``runserver``),
+the process's own registry is served.
+
+Triton's own metrics (queue and compute time per model, GPU use) are on Triton's metrics port.
+"""
+
+from __future__ import annotations
+
+import os
+
+from prometheus_client import (CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter,
+                               Gauge, Histogram, generate_latest, multiprocess)
+
+#: Latency buckets in seconds: CPU inference takes 0.2-5 s, GPU inference 10-100 ms.
+LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64)
+
+REQUESTS = Counter("ocr_requests_total", "OCR images answered, by endpoint, HTTP status and "
+                   "error code ('' when answered with boxes)", ["endpoint", "status", "code"])
+REQUEST_SECONDS = Histogram("ocr_request_duration_seconds", "Time in the gateway per OCR "
+                            "request", ["endpoint"], buckets=LATENCY_BUCKETS)
+INFERENCE_SECONDS = Histogram("ocr_inference_duration_seconds", "Time of the Triton call per "
+                              "image", buckets=LATENCY_BUCKETS)
+IN_FLIGHT = Gauge("ocr_requests_in_flight", "OCR requests being handled",
+                  multiprocess_mode="livesum")
+TRITON_ERRORS = Counter("ocr_triton_errors_total", "Triton calls that failed, by API error "
+                        "code (inference_unavailable, inference_timeout, ...)", ["code"])
+
+
+def observe_image(endpoint: str, status: int, code: str, inference_ms: float | None) -> None:
+    """Count one answered image and its inference time (milliseconds)."""
+    REQUESTS.labels(endpoint, str(status), code).inc()
+    if inference_ms is not None:
+        INFERENCE_SECONDS.observe(inference_ms / 1000.0)
+
+
+def exposition() -> tuple[bytes, str]:
+    """The current metrics in Prometheus text format, and its content type."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+    else:
+        registry = REGISTRY
+    return generate_latest(registry), CONTENT_TYPE_LATEST

@@ -1,0 +1,79 @@
+"""Reading OCR uploads out of a DRF request: the image bytes and the parameters.
+
+Sizes are checked before and while reading (``OCR_MAX_UPLOAD_BYTES``); nothing here looks
+inside the image (that is :mod:`ocr_api.image_probe`).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from . import errors
+from .serializers import OcrParametersSerializer
+
+#: Multipart framing (boundaries, part headers) allowed on top of the image bytes.
+MULTIPART_SLACK_BYTES = 64 * 1024
+
+
+def check_declared_length(request, images: int = 1) -> None:
+    """Refuse an oversized body from its Content-Length header, before reading it.
+
+    Raises:
+        errors.PayloadTooLarge: the declared body exceeds ``images`` times the upload cap.
+    """
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        declared = 0
+    limit = settings.OCR_MAX_UPLOAD_BYTES * images + MULTIPART_SLACK_BYTES
+    if declared > limit:
+        raise errors.PayloadTooLarge(f"The body is {declared} bytes; the limit is {limit}.")
+
+
+def check_image_size(size: int) -> None:
+    """Raises :class:`errors.PayloadTooLarge` for an image over ``OCR_MAX_UPLOAD_BYTES``."""
+    if size > settings.OCR_MAX_UPLOAD_BYTES:
+        raise errors.PayloadTooLarge(
+            f"The image is {size} bytes; the limit is {settings.OCR_MAX_UPLOAD_BYTES}.")
+
+
+def single_image(request) -> bytes:
+    """The image of ``POST /api/ocr``: multipart field ``image`` or the raw body.
+
+    Raises:
+        errors.MissingImage: a multipart body without an ``image`` file.
+        errors.PayloadTooLarge: the image is over the cap.
+    """
+    data = request.data
+    if isinstance(data, bytes):
+        image = data
+    elif not request.content_type.startswith("multipart/"):
+        image = b""  # an empty raw body: DRF runs no parser on it; sniffing says 415
+    else:
+        upload = request.FILES.get("image")
+        if upload is None:
+            raise errors.MissingImage()
+        check_image_size(upload.size)
+        image = upload.read()
+    check_image_size(len(image))
+    return image
+
+
+def parameters(request, file_fields: tuple[str, ...] = ("image",)) -> dict:
+    """Validated detection parameters from the query string and the non-file form fields.
+
+    Returns:
+        only the parameters that were sent, converted (floats, int, bool).
+
+    Raises:
+        errors.InvalidParameter: naming the first field at fault.
+    """
+    raw = {key: request.query_params.get(key) for key in request.query_params}
+    if not isinstance(request.data, bytes):
+        raw.update({key: request.data.get(key) for key in request.data
+                    if key not in file_fields})
+    serializer = OcrParametersSerializer(data=raw)
+    if not serializer.is_valid():
+        field, messages = next(iter(serializer.errors.items()))
+        raise errors.InvalidParameter(f"{field}: {messages[0]}", field=field)
+    return dict(serializer.validated_data)

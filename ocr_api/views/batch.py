@@ -1,0 +1,110 @@
+"""``POST /api/ocr/batch``: several images in one multipart request, inferred concurrently."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.parsers import MultiPartParser
+from rest_framework.response import Response
+
+from .. import errors, uploads
+from ..image_probe import probe_image
+from ..serializers import (BoxSerializer, ErrorDetailSerializer, ErrorSerializer,
+                           ImageSerializer, ModelSerializer, OcrParametersSerializer)
+from ..triton_client import Detection, get_client
+from .base import OcrEndpoint, boxes_body, record_detection
+
+
+class BatchItemSerializer(serializers.Serializer):
+    index = serializers.IntegerField(help_text="Position of the image in the request, from 0.")
+    status = serializers.IntegerField(help_text="HTTP status this image alone would get.")
+    model = ModelSerializer(required=False)
+    image = ImageSerializer(required=False)
+    boxes = BoxSerializer(many=True, required=False)
+    inference_ms = serializers.FloatField(required=False)
+    error = ErrorDetailSerializer(required=False)
+
+
+class BatchResponseSerializer(serializers.Serializer):
+    request_id = serializers.CharField()
+    results = BatchItemSerializer(many=True)
+    timing_ms = serializers.DictField(child=serializers.FloatField())
+
+
+class OcrBatchView(OcrEndpoint):
+    """Detect text in up to ``OCR_BATCH_MAX_IMAGES`` images sent as multipart ``images`` fields.
+
+    Each image is validated on its own and the valid ones go to Triton concurrently; results
+    come back in the order sent, each with its own status and error, so one bad image does not
+    fail the others. One audit row per image; throttling and quota count images.
+    """
+
+    endpoint = "ocr_batch"
+    parser_classes = [MultiPartParser]
+
+    @property
+    def max_images(self) -> int:
+        return settings.OCR_BATCH_MAX_IMAGES
+
+    def throttle_cost(self, request) -> int:
+        return max(1, len(request.FILES.getlist("images")))
+
+    @extend_schema(
+        operation_id="ocr_batch",
+        summary="Detect text boxes in several images",
+        parameters=[OcrParametersSerializer],
+        request={"multipart/form-data": {"type": "object", "properties": {
+            "images": {"type": "array", "items": {"type": "string", "format": "binary"}}},
+            "required": ["images"]}},
+        responses={200: BatchResponseSerializer,
+                   **{code: OpenApiResponse(ErrorSerializer)
+                      for code in (400, 401, 403, 413, 415, 429, 500)}},
+    )
+    def post(self, request):
+        files = request.FILES.getlist("images")
+        if not files:
+            raise errors.MissingImage("Send the images as one or more multipart fields 'images'.")
+        if len(files) > self.max_images:
+            raise errors.TooManyImages(
+                f"{len(files)} images sent; at most {self.max_images} per request.")
+        parameters = uploads.parameters(request, file_fields=("images",))
+
+        results: list[dict] = []
+        pending: list[tuple[int, bytes, object]] = []    # (index, bytes, ImageInfo)
+        for index, upload in enumerate(files):
+            record = self.new_record()
+            record.bytes_received, record.parameters = upload.size, parameters
+            try:
+                uploads.check_image_size(upload.size)
+                data = upload.read()
+                info = probe_image(data, settings.OCR_MAX_PIXELS, settings.OCR_MIN_IMAGE_SIDE)
+            except errors.ApiError as error:
+                results.append(self._failed(index, record, error))
+                continue
+            record.image_format, record.width, record.height = info.format, info.width, info.height
+            results.append({"index": index})
+            pending.append((index, data, info))
+
+        answers = get_client().detect_many([(data, parameters) for _, data, _ in pending])
+        for (index, _, info), answer in zip(pending, answers):
+            record = self.records[index]
+            if isinstance(answer, Detection):
+                record_detection(record, answer)
+                record.http_status = 200
+                results[index] = {
+                    "index": index, "status": 200,
+                    "model": {"name": answer.model_name, "version": answer.model_version},
+                    "image": {"width": answer.width, "height": answer.height,
+                              "format": info.format},
+                    "boxes": boxes_body(answer), "inference_ms": round(answer.inference_ms, 1)}
+            else:
+                results[index] = self._failed(index, record, answer)
+        return Response({"request_id": request.request_id, "results": results,
+                         "timing_ms": {"total": self.elapsed_ms()}})
+
+    @staticmethod
+    def _failed(index: int, record, error: errors.ApiError) -> dict:
+        record.http_status, record.error_code = error.status_code, error.default_code
+        return {"index": index, "status": error.status_code,
+                "error": {"code": error.default_code, "message": str(error.detail)}}
