@@ -220,12 +220,33 @@ class EmbeddedTriton:
         """SIGKILL the server and its Python stubs at once (also how fault tests crash it)."""
         if self.process is None:
             return
+        regions = self._stub_shm_regions()
         # The server runs in its own session: killing the group takes the stubs with it.
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
         self.process.wait(timeout=10)
+        # Killed stubs cannot unlink their shared memory; do it for them.
+        for region in regions:
+            Path("/dev/shm", region).unlink(missing_ok=True)
+
+    def _stub_shm_regions(self) -> list[str]:
+        """Shared-memory regions of this server's Python-backend stubs, read from the stubs'
+        command lines (``triton_python_backend_stub <model.py> <region> ...``)."""
+        regions = []
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            try:
+                if os.getpgid(int(proc.name)) != self.process.pid:
+                    continue
+                arguments = (proc / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            regions += [a.decode() for a in arguments
+                        if a.startswith(b"triton_python_backend_shm_region_")]
+        return regions
 
     def log_tail(self, lines: int = 40) -> str:
         """The last ``lines`` lines of the server log."""

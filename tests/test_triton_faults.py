@@ -1,6 +1,7 @@
 """Triton faults with a real server: killed, restarted, too slow, model unloaded."""
 
 import time
+from pathlib import Path
 
 import pytest
 import tritonclient.grpc as grpcclient
@@ -43,7 +44,10 @@ def test_killed_triton_gives_503_then_recovers_in_the_same_process(api_client,
     assert ocr(api_client).status_code == 200
     client_before = get_client()
 
+    regions = gateway._stub_shm_regions()
+    assert len(regions) == 4                          # one per Python-backend model
     gateway.kill()
+    assert not any(Path("/dev/shm", region).exists() for region in regions)
     started = time.monotonic()
     response = ocr(api_client)
     elapsed = time.monotonic() - started
