@@ -1,6 +1,7 @@
 """Shared fixtures: test data, one real embedded Triton per session, API keys and clients."""
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -29,15 +30,25 @@ def reference_boxes(long_side: int = 1280) -> dict:
     return json.loads((DATA / "reference" / f"craft_boxes_{long_side}.json").read_text())
 
 
+@contextmanager
+def running_triton(tmp_path_factory, name: str, repository: Path | None = None, **options):
+    """A started :class:`EmbeddedTriton` on free ports, logging into a fresh temp folder;
+    stopped on exit. ``options`` are EmbeddedTriton's (flavour, cache_bytes, env, ...)."""
+    server = EmbeddedTriton(
+        repository=repository or django_settings.TRITON_MODEL_REPOSITORY,
+        log_path=tmp_path_factory.mktemp(name) / "triton.log", **options)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture(scope="session")
 def triton(tmp_path_factory):
-    """A real Triton serving ``triton_models/repository`` (cpu flavour) on free ports."""
-    log_path = tmp_path_factory.mktemp("triton") / "triton.log"
-    server = EmbeddedTriton(repository=django_settings.TRITON_MODEL_REPOSITORY,
-                            log_path=log_path)
-    server.start()
-    yield server
-    server.stop()
+    """A real Triton serving ``triton_models/repository`` (cpu flavour, response cache on)."""
+    with running_triton(tmp_path_factory, "triton") as server:
+        yield server
 
 
 @pytest.fixture

@@ -6,12 +6,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
-from django.conf import settings
-
-from ocr_api.embedded_triton import EmbeddedTriton
 from ocr_api.triton_client import build_inputs
 
-from .conftest import IMAGES
+from .conftest import IMAGES, running_triton
 
 pytestmark = pytest.mark.triton
 NAMES = ["korean.png", "img_1.jpg", "idcard.png", "english.png"]  # four aspect ratios
@@ -19,12 +16,8 @@ NAMES = ["korean.png", "img_1.jpg", "idcard.png", "english.png"]  # four aspect 
 
 @pytest.fixture(scope="module")
 def batched_triton(tmp_path_factory):
-    server = EmbeddedTriton(repository=settings.TRITON_MODEL_REPOSITORY, flavour="batched",
-                            log_path=tmp_path_factory.mktemp("batched") / "triton.log",
-                            cache_bytes=0)
-    server.start()
-    yield server
-    server.stop()
+    with running_triton(tmp_path_factory, "batched", flavour="batched", cache_bytes=0) as server:
+        yield server
 
 
 def detect(url: str, name: str):

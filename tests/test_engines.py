@@ -7,11 +7,10 @@ import numpy as np
 import pytest
 from django.conf import settings
 
-from ocr_api.embedded_triton import EmbeddedTriton
 from ocr_api.triton_metrics import engine_info
 from ocr_pipeline import boxes, engines, evaluation, imaging
 
-from .conftest import DATA, IMAGE_NAMES, IMAGES, reference_boxes
+from .conftest import DATA, IMAGE_NAMES, IMAGES, reference_boxes, running_triton
 from .parity import PARITY_F, parity_f
 
 REPOSITORY = Path(settings.TRITON_MODEL_REPOSITORY)
@@ -107,11 +106,9 @@ def test_missing_onnx_file_says_how_to_fetch(tmp_path):
 # -- through Triton ------------------------------------------------------------------------
 
 @pytest.mark.triton
-def test_triton_runs_the_engine_the_environment_selects(tmp_path):
-    server = EmbeddedTriton(repository=REPOSITORY, log_path=tmp_path / "triton.log",
-                            models=("craft",), cache_bytes=0,
-                            env={"OCR_ENGINE": "onnxruntime"})
-    with server:
+def test_triton_runs_the_engine_the_environment_selects(tmp_path_factory):
+    with running_triton(tmp_path_factory, "onnxruntime", models=("craft",), cache_bytes=0,
+                        env={"OCR_ENGINE": "onnxruntime"}) as server:
         engines_in_use = engine_info(server.metrics_url)
     assert list(engines_in_use) == ["craft v1"]
     assert engines_in_use["craft v1"].startswith("onnxruntime ")

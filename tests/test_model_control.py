@@ -9,9 +9,7 @@ import tritonclient.grpc as grpcclient
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
-from ocr_api.embedded_triton import EmbeddedTriton
-
-from .conftest import IMAGES, copy_repository
+from .conftest import IMAGES, copy_repository, running_triton
 
 pytestmark = [pytest.mark.django_db, pytest.mark.triton]
 KOREAN = (IMAGES / "korean.png").read_bytes()
@@ -21,12 +19,9 @@ COMPOSING = ["craft", "ensemble_ocr", "postprocess", "preprocess", "refinenet"]
 @pytest.fixture(scope="module")
 def private_triton(tmp_path_factory):
     """A Triton on a private repository copy that these tests change."""
-    root = tmp_path_factory.mktemp("control")
-    server = EmbeddedTriton(repository=copy_repository(root / "repository"),
-                            log_path=root / "triton.log", cache_bytes=0)
-    server.start()
-    yield server
-    server.stop()
+    repository = copy_repository(tmp_path_factory.mktemp("control") / "repository")
+    with running_triton(tmp_path_factory, "control-log", repository, cache_bytes=0) as server:
+        yield server
 
 
 @pytest.fixture

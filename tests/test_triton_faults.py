@@ -7,11 +7,10 @@ import pytest
 import tritonclient.grpc as grpcclient
 from django.conf import settings as django_settings
 
-from ocr_api.embedded_triton import EmbeddedTriton
 from ocr_api.models import OcrRequest
 from ocr_api.triton_client import get_client
 
-from .conftest import IMAGES
+from .conftest import IMAGES, running_triton
 
 pytestmark = [pytest.mark.django_db, pytest.mark.triton]
 KOREAN = (IMAGES / "korean.png").read_bytes()
@@ -20,12 +19,8 @@ KOREAN = (IMAGES / "korean.png").read_bytes()
 @pytest.fixture(scope="module")
 def own_triton(tmp_path_factory):
     """A Triton of this module's own: these tests kill it."""
-    server = EmbeddedTriton(repository=django_settings.TRITON_MODEL_REPOSITORY,
-                            log_path=tmp_path_factory.mktemp("faults") / "triton.log",
-                            cache_bytes=0)
-    server.start()
-    yield server
-    server.stop()
+    with running_triton(tmp_path_factory, "faults", cache_bytes=0) as server:
+        yield server
 
 
 @pytest.fixture
