@@ -1,4 +1,4 @@
-"""The admin site: Django's, plus a page for Triton's model repository (staff only)."""
+"""The admin site: Django's, plus Triton's model repository and API usage pages (staff only)."""
 
 from django.conf import settings
 from django.contrib import admin, messages
@@ -6,6 +6,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path
 
+from . import usage
 from .model_control import ModelControl, ModelControlError
 
 MODEL_ACTIONS = ("load", "unload", "reload")
@@ -14,7 +15,8 @@ MODEL_ACTIONS = ("load", "unload", "reload")
 class OcrAdminSite(admin.AdminSite):
     """Django admin with ``/admin/triton/models/``: the repository index (model, version,
     state, reason) and load / unload / reload buttons, the ensemble's composing models
-    included. Like every admin page it needs a staff login."""
+    included; and ``/admin/usage/`` (+ ``usage.json``): API usage charts from the audit log.
+    Like every admin page they need a staff login."""
 
     site_header = "OCR gateway administration"
     site_title = "OCR gateway admin"
@@ -24,7 +26,17 @@ class OcrAdminSite(admin.AdminSite):
         return [
             path("triton/models/", self.admin_view(self.triton_models_view),
                  name="triton_models"),
+            path("usage/", self.admin_view(self.usage_view), name="usage"),
+            path("usage.json", self.admin_view(self.usage_json_view), name="usage_json"),
         ] + super().get_urls()
+
+    def usage_view(self, request):
+        """API usage charts: requests per day per key, error rate by code, p50/p95 latency."""
+        return usage.usage_page(request, self.each_context(request))
+
+    def usage_json_view(self, request):
+        """The usage page's numbers as JSON (``?days=N``)."""
+        return usage.usage_json(request)
 
     @staticmethod
     def control() -> ModelControl:

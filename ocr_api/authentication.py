@@ -4,6 +4,9 @@ Keys are hashed at rest by djangorestframework-api-key (SHA-512 of a 32-characte
 secret; the 8-character prefix finds the row). Authentication (not only a permission) is used
 so that a missing key answers 401 with ``WWW-Authenticate: Api-Key`` and an unknown, revoked
 or expired key answers 401 ``authentication_failed``.
+
+``POST /api/ocr`` also accepts a logged-in staff user's session (the demo page at ``/``),
+CSRF-checked; its audit rows have no key and per-key limits do not apply to it.
 """
 
 from rest_framework import authentication, exceptions, permissions
@@ -41,7 +44,19 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
 
 class HasApiKey(permissions.BasePermission):
-    """Allows requests authenticated by :class:`ApiKeyAuthentication`."""
+    """Allows requests authenticated by :class:`ApiKeyAuthentication`, and requests of an active
+    staff user authenticated by their session (DRF's ``SessionAuthentication``, CSRF-checked;
+    listed after the key on ``POST /api/ocr`` so the 401 challenge stays ``Api-Key`` and a
+    request that carries a key is judged by its key alone).
+
+    ``request.user`` is only ever a user on views that list the session authentication; with
+    ``UNAUTHENTICATED_USER = None`` it is ``None`` otherwise, so key-only views stay key-only.
+    """
 
     def has_permission(self, request, view):
-        return isinstance(request.auth, ApiKey)
+        if isinstance(request.auth, ApiKey):
+            return True
+        user = request.user
+        return bool(user is not None and user.is_active and user.is_staff
+                    and isinstance(request.successful_authenticator,
+                                   authentication.SessionAuthentication))

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import time
 
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.parsers import MultiPartParser
 from rest_framework.views import APIView
 
 from .. import audit, metrics, uploads
+from ..authentication import ApiKeyAuthentication
 from ..models import ApiKey
 from ..parsers import OctetStreamParser, RawImageParser
 from ..throttling import ApiKeyRateThrottle, DailyQuotaThrottle
@@ -39,6 +41,8 @@ class OcrEndpoint(APIView):
     """
 
     endpoint = "ocr"
+    # API key first (its challenge answers anonymous 401s); a staff session for the demo page.
+    authentication_classes = [ApiKeyAuthentication, SessionAuthentication]
     parser_classes = [MultiPartParser, RawImageParser, OctetStreamParser]
     # Quota first: it raises at once, and a refused image must not enter the rate window.
     throttle_classes = [DailyQuotaThrottle, ApiKeyRateThrottle]

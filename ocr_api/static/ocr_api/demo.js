@@ -1,0 +1,341 @@
+/* OCR demo page: send one image to POST /api/ocr and draw the boxes over it.
+ *
+ * Plain JavaScript, no build step, no third-party code. The API key lives in sessionStorage
+ * only (gone when the tab closes); staff can use their admin session instead, which DRF
+ * checks for CSRF, so those requests carry the X-CSRFToken header.
+ *
+ * Boxes come in the pixels of the upright (EXIF-transposed) image. Browsers display <img>
+ * upright too (CSS image-orientation: from-image), so an SVG overlay whose viewBox is the
+ * API's width x height, stretched over the displayed image, puts every point in its place
+ * whatever the displayed size.
+ */
+(function () {
+  "use strict";
+
+  var KEY_STORAGE = "ocrDemo.apiKey";
+  var SVG_NS = "http://www.w3.org/2000/svg";
+
+  // Plain words for the API's stable error codes; the API's own message is shown below them.
+  var FRIENDLY = {
+    invalid_parameter: "One of the options is not valid.",
+    missing_image: "No image was sent.",
+    malformed_request: "The upload arrived garbled. Please try again.",
+    image_undecodable: "The image file is damaged or incomplete, so it cannot be read.",
+    image_too_small: "The image is too small to hold readable text.",
+    not_authenticated: "An API key is needed: paste one above, or sign in to the admin as staff.",
+    authentication_failed: "The API key was not accepted: it is unknown, revoked or expired.",
+    permission_denied: "You are not allowed to do this. Use a valid API key or a staff account.",
+    not_found: "The OCR service was not found at this address.",
+    method_not_allowed: "The OCR service refused this kind of request.",
+    payload_too_large: "The file is too big to upload.",
+    image_too_large: "The picture has too many pixels. Try a smaller one.",
+    unsupported_media_type: "That file is not an image the service can read " +
+      "(JPEG, PNG, WEBP, BMP, TIFF, GIF or HEIC).",
+    rate_limited: "Too many images were sent with this key in the last minute.",
+    quota_exceeded: "This key's daily quota is used up.",
+    internal_error: "Something went wrong on the server.",
+    inference_failed: "The text detector failed on this image.",
+    inference_unavailable: "The text detector is not available right now.",
+    inference_timeout: "The text detector took too long to answer."
+  };
+
+  var form = document.getElementById("ocr-form");
+  var apiUrl = form.dataset.apiUrl;
+  var csrfToken = document.querySelector('meta[name="csrf-token"]').content;
+  var fileInput = document.getElementById("image-input");
+  var dropZone = document.getElementById("drop-zone");
+  var keyInput = document.getElementById("api-key");
+  var keyRow = document.getElementById("key-row");
+  var runButton = document.getElementById("run");
+  var statusLine = document.getElementById("status");
+  var errorBox = document.getElementById("error");
+  var resultBox = document.getElementById("result");
+  var placeholder = document.getElementById("placeholder");
+  var image = document.getElementById("result-image");
+  var overlay = document.getElementById("overlay");
+  var stage = document.getElementById("stage");
+  var imageNote = document.getElementById("image-note");
+
+  var currentFile = null;
+  var imageUrl = null;
+  var busy = false;
+
+  // --- authentication ---------------------------------------------------------------------
+
+  function authMode() {
+    var checked = form.querySelector('input[name="auth"]:checked');
+    return checked ? checked.value : "key";
+  }
+
+  function showKeyRow() {
+    keyRow.hidden = authMode() !== "key";
+  }
+
+  keyInput.value = sessionStorage.getItem(KEY_STORAGE) || "";
+  if (form.dataset.staff && !keyInput.value) {
+    form.querySelector('input[name="auth"][value="session"]').checked = true;
+  }
+  showKeyRow();
+
+  keyInput.addEventListener("input", function () {
+    var key = keyInput.value.trim();
+    if (key) {
+      sessionStorage.setItem(KEY_STORAGE, key);
+    } else {
+      sessionStorage.removeItem(KEY_STORAGE);
+    }
+  });
+  document.getElementById("forget-key").addEventListener("click", function () {
+    keyInput.value = "";
+    sessionStorage.removeItem(KEY_STORAGE);
+    keyInput.focus();
+  });
+  form.querySelectorAll('input[name="auth"]').forEach(function (radio) {
+    radio.addEventListener("change", showKeyRow);
+  });
+
+  // --- picking an image: file input, drag and drop, paste --------------------------------
+
+  function useFile(file) {
+    if (!file) {
+      return;
+    }
+    currentFile = file;
+    document.getElementById("file-name").textContent = file.name || "pasted image";
+    run();
+  }
+
+  fileInput.addEventListener("change", function () {
+    var file = fileInput.files[0];
+    fileInput.value = "";  // so that picking the same file again is a change too
+    useFile(file);
+  });
+
+  ["dragenter", "dragover"].forEach(function (type) {
+    dropZone.addEventListener(type, function (event) {
+      event.preventDefault();
+      dropZone.classList.add("dragging");
+    });
+  });
+  ["dragleave", "dragend"].forEach(function (type) {
+    dropZone.addEventListener(type, function () {
+      dropZone.classList.remove("dragging");
+    });
+  });
+  dropZone.addEventListener("drop", function (event) {
+    event.preventDefault();
+    dropZone.classList.remove("dragging");
+    var files = event.dataTransfer && event.dataTransfer.files;
+    if (files && files.length) {
+      useFile(files[0]);
+    }
+  });
+  // A file dropped next to the zone must not make the browser navigate away to it.
+  ["dragover", "drop"].forEach(function (type) {
+    window.addEventListener(type, function (event) {
+      event.preventDefault();
+    });
+  });
+  document.addEventListener("paste", function (event) {
+    var items = (event.clipboardData && event.clipboardData.files) || [];
+    if (items.length && /^image\//.test(items[0].type)) {
+      useFile(items[0]);
+    }
+  });
+
+  form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    run();
+  });
+
+  // --- calling the API --------------------------------------------------------------------
+
+  function setBusy(value, text) {
+    busy = value;
+    runButton.disabled = value;
+    form.setAttribute("aria-busy", value ? "true" : "false");
+    statusLine.textContent = text || "";
+  }
+
+  function run() {
+    if (busy) {
+      return;
+    }
+    if (!currentFile) {
+      showProblem("Choose an image first.", "", "");
+      return;
+    }
+    var headers = {"Accept": "application/json"};
+    var credentials = "omit";
+    if (authMode() === "session") {
+      headers["X-CSRFToken"] = csrfToken;
+      credentials = "same-origin";
+    } else {
+      var key = keyInput.value.trim();
+      if (!key) {
+        showProblem(FRIENDLY.not_authenticated, "", "");
+        keyInput.focus();
+        return;
+      }
+      headers.Authorization = "Api-Key " + key;
+    }
+    var body = new FormData();
+    body.append("image", currentFile, currentFile.name || "image");
+    ["long-side", "text-threshold"].forEach(function (id) {
+      var input = document.getElementById(id);
+      if (input.value.trim() !== "") {
+        body.append(input.name, input.value.trim());
+      }
+    });
+
+    setBusy(true, "Detecting text…");
+    var started = performance.now();
+    fetch(apiUrl, {method: "POST", body: body, headers: headers, credentials: credentials})
+      .then(function (response) {
+        return response.text().then(function (text) {
+          var data = null;
+          try {
+            data = JSON.parse(text);
+          } catch (ignored) {
+            data = null;
+          }
+          return {response: response, data: data};
+        });
+      })
+      .then(function (answer) {
+        var roundTripMs = performance.now() - started;
+        setBusy(false, "");
+        if (answer.response.ok && answer.data && Array.isArray(answer.data.boxes)) {
+          return showResult(answer.data, roundTripMs);
+        }
+        showApiError(answer.response, answer.data);
+      })
+      .catch(function (error) {
+        setBusy(false, "");
+        showProblem("The server could not be reached. Check the connection and try again.",
+                    String(error && error.message || error), "");
+      });
+  }
+
+  // --- showing the answer -----------------------------------------------------------------
+
+  function showProblem(title, message, meta) {
+    errorBox.dataset.code = "";
+    errorBox.dataset.requestId = "";
+    document.getElementById("error-title").textContent = title;
+    document.getElementById("error-message").textContent = message;
+    document.getElementById("error-meta").textContent = meta;
+    errorBox.hidden = false;
+    resultBox.hidden = true;
+    placeholder.hidden = true;
+  }
+
+  function showApiError(response, data) {
+    var error = data && data.error ? data.error : null;
+    var code = error ? error.code : "";
+    var title = FRIENDLY[code] || "The request failed (HTTP " + response.status + ").";
+    var retryAfter = response.headers.get("Retry-After");
+    if (retryAfter && (response.status === 429 || response.status === 503)) {
+      title += " Try again in " + retryAfter + " s.";
+    }
+    var meta = ["HTTP " + response.status];
+    if (code) {
+      meta.push("code " + code);
+    }
+    if (data && data.request_id) {
+      meta.push("request " + data.request_id);
+    }
+    showProblem(title, error ? error.message : "", meta.join(" · "));
+    errorBox.dataset.code = code;
+    errorBox.dataset.requestId = data && data.request_id ? data.request_id : "";
+  }
+
+  function formatMs(value) {
+    return value.toLocaleString("en-US", {minimumFractionDigits: 1, maximumFractionDigits: 1}) +
+      " ms";
+  }
+
+  function showResult(data, roundTripMs) {
+    var width = data.image.width;
+    var height = data.image.height;
+    var count = data.boxes.length;
+
+    errorBox.hidden = true;
+    placeholder.hidden = true;
+    resultBox.hidden = false;
+    document.getElementById("summary").textContent =
+      count + (count === 1 ? " box" : " boxes") + " · " + width + " × " + height + " " +
+      data.image.format + " · " + formatMs(data.timing_ms.total) + " in the gateway (" +
+      formatMs(data.timing_ms.inference) + " inference), " + formatMs(roundTripMs) +
+      " round trip";
+    document.getElementById("summary").dataset.count = String(count);
+    document.getElementById("json").textContent = JSON.stringify(data, null, 2);
+
+    drawBoxes(data.boxes, width, height);
+    loadImage(width, height, data.request_id);
+  }
+
+  function drawBoxes(boxes, width, height) {
+    overlay.setAttribute("viewBox", "0 0 " + width + " " + height);
+    overlay.dataset.width = String(width);
+    overlay.dataset.height = String(height);
+    while (overlay.firstChild) {
+      overlay.removeChild(overlay.firstChild);
+    }
+    boxes.forEach(function (box, index) {
+      var polygon = document.createElementNS(SVG_NS, "polygon");
+      polygon.setAttribute("points", box.points.map(function (p) {
+        return p[0] + "," + p[1];
+      }).join(" "));
+      polygon.setAttribute("class", "box");
+      // Strokes keep their width on screen however far the viewBox is scaled.
+      polygon.setAttribute("vector-effect", "non-scaling-stroke");
+      polygon.dataset.index = String(index);
+      polygon.dataset.score = String(box.score);
+      var title = document.createElementNS(SVG_NS, "title");
+      title.textContent = "Box " + (index + 1) + " · score " + box.score;
+      polygon.appendChild(title);
+      overlay.appendChild(polygon);
+    });
+  }
+
+  // Shows the picked file under the boxes; marks the result done (data-request-id) once the
+  // picture is laid out, which is what scripts and tests wait for.
+  function loadImage(width, height, requestId) {
+    if (imageUrl) {
+      URL.revokeObjectURL(imageUrl);
+    }
+    imageUrl = URL.createObjectURL(currentFile);
+    imageNote.hidden = true;
+    stage.classList.remove("blank");
+    stage.style.aspectRatio = "";
+    image.hidden = false;
+    image.onload = function () {
+      // Same aspect as the API's upright frame, or the browser shows another orientation.
+      var apiAspect = width / height;
+      var shownAspect = image.naturalWidth / image.naturalHeight;
+      if (Math.abs(apiAspect - shownAspect) / apiAspect > 0.01) {
+        note("This browser shows the picture at " + image.naturalWidth + " × " +
+             image.naturalHeight + ", not in the API's upright " + width + " × " + height +
+             " frame, so the boxes may not line up.");
+      }
+      resultBox.dataset.requestId = requestId;
+    };
+    image.onerror = function () {
+      // e.g. HEIC, which the API reads but most browsers cannot display.
+      image.hidden = true;
+      stage.classList.add("blank");
+      stage.style.aspectRatio = width + " / " + height;
+      note("This browser cannot display this image format; the boxes are drawn on a blank " +
+           width + " × " + height + " frame.");
+      resultBox.dataset.requestId = requestId;
+    };
+    resultBox.dataset.requestId = "";
+    image.src = imageUrl;
+  }
+
+  function note(text) {
+    imageNote.textContent = text;
+    imageNote.hidden = false;
+  }
+})();
