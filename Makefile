@@ -31,3 +31,9 @@ test: setup
 
 clean:
 	rm -rf $(VENV) var
+
+# make bench - set up, then benchmark ensemble / direct / split / in-process serving on this
+# machine (about 15 minutes on 2 cores); results in bench/results/. Options: BENCH_ARGS="--quick".
+.PHONY: bench
+bench: setup
+	$(BIN)/python -m bench.run $(BENCH_ARGS)

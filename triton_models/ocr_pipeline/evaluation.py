@@ -2,15 +2,19 @@
 
 The ICDAR 2015 Incidental Scene Text protocol (Karatzas et al., ICDAR 2015; the RRC's
 ``script.py`` for task 4.1): a detection matches a ground-truth word when their polygon IoU is
-above 0.5, each side matched at most once; detections lying mostly
+at least 0.5, each side matched at most once; detections lying mostly
 (> 50 % of their area) inside a "do not care" region are dropped before matching; don't-care
 words count neither for recall nor for precision. H-mean is the harmonic mean of precision and
-recall. Matching here is greedy from the highest IoU down. Polygons are handled by Shapely.
+recall; dataset figures come from the summed counts of all images, not from averaged rates.
+Matching here is greedy from the highest IoU down. Polygons are handled by Shapely.
+:func:`load_mmocr_textdet` reads ground truth in the mmocr text-detection format.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from shapely.geometry import Polygon
 
@@ -55,7 +59,13 @@ def f_score(matched: int, detected: int, expected: int) -> float:
 
 @dataclass
 class DetectionScore:
-    """Counts and rates of an ICDAR-style evaluation (rates are 0..1)."""
+    """Counts and rates of an ICDAR-style evaluation (rates are 0..1).
+
+    Attributes:
+        matched: detections matched one-to-one with a ground-truth word.
+        detections: detections that count (those mostly inside a don't-care region dropped).
+        truths: ground-truth words that count (don't-care regions excluded).
+    """
 
     matched: int = 0
     detections: int = 0
@@ -63,18 +73,22 @@ class DetectionScore:
 
     @property
     def precision(self) -> float:
+        """matched / detections (1.0 when there is nothing to find and nothing found)."""
         return self.matched / self.detections if self.detections else 1.0 if not self.truths else 0.0
 
     @property
     def recall(self) -> float:
+        """matched / truths (1.0 when there is nothing to find)."""
         return self.matched / self.truths if self.truths else 1.0
 
     @property
     def hmean(self) -> float:
+        """H-mean: the harmonic mean of precision and recall."""
         p, r = self.precision, self.recall
         return 2 * p * r / (p + r) if p + r else 0.0
 
     def add(self, other: "DetectionScore") -> None:
+        """Accumulate another image's counts (dataset totals are summed counts)."""
         self.matched += other.matched
         self.detections += other.detections
         self.truths += other.truths
@@ -88,7 +102,7 @@ def score_image(detections: list, truths: list, dont_care: list,
         detections: detected polygons (each ``[[x, y], ...]``).
         truths: ground-truth word polygons that count.
         dont_care: "do not care" polygons.
-        iou_threshold: a pair must have IoU above this to match.
+        iou_threshold: a pair must have at least this IoU to match.
         dont_care_overlap: a detection whose area lies more than this fraction inside a
             don't-care region is dropped.
     """
@@ -99,3 +113,48 @@ def score_image(detections: list, truths: list, dont_care: list,
         d.area > 0 and d.intersection(g).area / d.area > dont_care_overlap for g in ignored)]
     pairs = match(kept, cares, iou_threshold)
     return DetectionScore(matched=len(pairs), detections=len(kept), truths=len(cares))
+
+
+@dataclass(frozen=True)
+class GroundTruthImage:
+    """One image's ground truth in pixels of the original (upright) image.
+
+    Attributes:
+        image: the image's path as written in the ground truth (``img_path``).
+        truths: word polygons that count, each a flat ``[x0, y0, x1, y1, ...]``.
+        dont_care: "do not care" polygons (illegible or ``###`` words, ``ignore: true``).
+        width, height: image size in pixels, when the ground truth gives it (else 0).
+    """
+
+    image: str
+    truths: list = field(default_factory=list)
+    dont_care: list = field(default_factory=list)
+    width: int = 0
+    height: int = 0
+
+
+def load_mmocr_textdet(path) -> list[GroundTruthImage]:
+    """Read a ground-truth file in the mmocr text-detection format (``TextDetDataset``).
+
+    The file is ``{"metainfo": {...}, "data_list": [{"img_path": ..., "height": ...,
+    "width": ..., "instances": [{"polygon": [x0, y0, ...], "ignore": bool}, ...]}]}``;
+    polygons are flat lists of pixel coordinates; ``ignore`` marks a don't-care region.
+
+    Raises:
+        ValueError: the file is not in that format.
+    """
+    data = json.loads(Path(path).read_text())
+    if not isinstance(data, dict) or not isinstance(data.get("data_list"), list):
+        raise ValueError(f"{path}: not an mmocr textdet file (no data_list)")
+    images = []
+    for entry in data["data_list"]:
+        try:
+            instances = entry.get("instances", [])
+            images.append(GroundTruthImage(
+                image=entry["img_path"],
+                truths=[list(i["polygon"]) for i in instances if not i.get("ignore", False)],
+                dont_care=[list(i["polygon"]) for i in instances if i.get("ignore", False)],
+                width=int(entry.get("width", 0)), height=int(entry.get("height", 0))))
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"{path}: malformed data_list entry: {exc}") from exc
+    return images

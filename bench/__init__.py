@@ -1,0 +1,7 @@
+"""Benchmark harness: the ensemble design against its alternatives, on one machine.
+
+Run it with ``make bench`` (or ``.venv/bin/python -m bench.run --help``). It starts its own
+embedded Triton (response cache off) and gunicorn servers on free ports, drives four modes
+at several concurrencies with the test images, and writes JSON, Markdown and a PNG chart to
+``bench/results/``. See ``bench/README.md`` for what is measured and how.
+"""

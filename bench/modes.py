@@ -1,0 +1,181 @@
+"""The four ways of serving the detector that the benchmark compares, as client callers.
+
+* ``ensemble`` - the product: ``POST /api/ocr`` to the gateway (gunicorn + Django), which
+  sends the file to ``ensemble_ocr`` on Triton and answers the boxes.
+* ``direct`` - tritonclient gRPC straight to ``ensemble_ocr`` (no gateway).
+* ``split`` - the API process decodes, resizes and normalises the image itself
+  (``ocr_pipeline.imaging``), sends the float32 tensor to ``craft``, sends the returned
+  ``y`` and ``feature`` on to ``refinenet``, and extracts the boxes itself
+  (``ocr_pipeline.boxes``): every tensor crosses the API <-> Triton boundary.
+* ``inprocess`` - ``POST /ocr`` to the in-process baseline (``bench.inprocess``): the model
+  inside each gunicorn worker, no Triton.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+
+import numpy as np
+import tritonclient.grpc as grpcclient
+from ocr_pipeline import boxes, imaging, params
+
+from .load import BenchImage, Sample
+from .traffic import CountingStub
+
+MODES = ("ensemble", "direct", "split", "inprocess")
+
+#: What each mode sends over the network between its API process and Triton.
+MODE_DESCRIPTIONS = {
+    "ensemble": "HTTP POST /api/ocr -> gunicorn + Django gateway -> gRPC ensemble_ocr",
+    "direct": "gRPC ensemble_ocr from the client, no gateway",
+    "split": "client preprocesses, gRPC craft, gRPC refinenet, client extracts boxes",
+    "inprocess": "HTTP POST -> gunicorn + Django view running the model in the worker",
+}
+
+#: The ensemble outputs the gateway asks for (ocr_api.triton_client.TritonClient.detect).
+ENSEMBLE_OUTPUTS = ("BOXES", "SCORES", "IMAGE_SIZE")
+
+
+class HttpCaller:
+    """POSTs the image as multipart to ``path``.
+
+    By default every request opens its own connection (``Connection: close``), like many
+    independent clients: gunicorn then hands each request to whichever worker accepts it.
+    With ``keep_alive`` one connection is reused; a gthread worker keeps serving the
+    connections it accepted, so the spread over workers is fixed when the clients connect.
+
+    Args:
+        host, port: the gunicorn server.
+        path: ``/api/ocr`` (gateway) or ``/ocr`` (in-process baseline).
+        long_side: sent as the ``long_side`` query parameter, pixels.
+        headers: extra headers (the gateway's ``Authorization: Api-Key ...``).
+        keep_alive: reuse one connection for all requests.
+        timeout_s: socket timeout, seconds.
+    """
+
+    def __init__(self, host: str, port: int, path: str, long_side: int,
+                 headers: dict | None = None, keep_alive: bool = False,
+                 timeout_s: float = 120.0):
+        self.host, self.port, self.timeout_s = host, port, timeout_s
+        self.url = f"{path}?long_side={long_side}"
+        self.headers = dict(headers or {})
+        self.keep_alive = keep_alive
+        if not keep_alive:
+            self.headers["Connection"] = "close"
+        self.conn = self._connect() if keep_alive else None
+
+    def _connect(self) -> http.client.HTTPConnection:
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
+        conn.connect()
+        return conn
+
+    def __call__(self, image: BenchImage) -> Sample:
+        headers = {**self.headers,
+                   "Content-Type": f"multipart/form-data; boundary={image.boundary}"}
+        if not self.keep_alive:
+            self.conn = self._connect()
+            try:
+                self.conn.request("POST", self.url, body=image.multipart, headers=headers)
+                response = self.conn.getresponse()
+                body = response.read()
+            finally:
+                self.conn.close()
+            return self._sample(image, response.status, body)
+        for attempt in (1, 2):
+            try:
+                self.conn.request("POST", self.url, body=image.multipart, headers=headers)
+                response = self.conn.getresponse()
+                body = response.read()
+                break
+            except (ConnectionError, http.client.HTTPException):
+                # gunicorn closes idle keep-alive connections; reconnect once.
+                self.conn.close()
+                self.conn = self._connect()
+                if attempt == 2:
+                    raise
+        return self._sample(image, response.status, body)
+
+    @staticmethod
+    def _sample(image: BenchImage, status: int, body: bytes) -> Sample:
+        if status != 200:
+            return Sample(image=image.name, ok=False, error=f"HTTP {status}: {body[:200]!r}")
+        answer = json.loads(body)
+        return Sample(image=image.name, boxes=len(answer["boxes"]),
+                      server_timing_ms=answer.get("timing_ms"))
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+
+
+class _GrpcCaller:
+    """A tritonclient gRPC client of its own, with serialized-message byte counting."""
+
+    def __init__(self, url: str, long_side: int):
+        self.long_side = long_side
+        self.client = grpcclient.InferenceServerClient(url)
+        self.counter = CountingStub.install(self.client)
+        self.client.is_server_live()  # connect now, outside the timed run
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class DirectCaller(_GrpcCaller):
+    """gRPC ``ensemble_ocr``: the encoded file and ``LONG_SIDE`` in, boxes out.
+
+    The request is the one the gateway sends (``IMAGE_BYTES`` as a BYTES tensor built with
+    ``dtype=object``, the same three outputs requested).
+    """
+
+    def __call__(self, image: BenchImage) -> Sample:
+        tensor = grpcclient.InferInput("IMAGE_BYTES", [1], "BYTES")
+        tensor.set_data_from_numpy(np.array([image.data], dtype=object))
+        side = grpcclient.InferInput("LONG_SIDE", [1], "INT32")
+        side.set_data_from_numpy(np.array([self.long_side], dtype=np.int32))
+        self.counter.take()
+        result = self.client.infer(
+            "ensemble_ocr", [tensor, side],
+            outputs=[grpcclient.InferRequestedOutput(n) for n in ENSEMBLE_OUTPUTS])
+        sent, received = self.counter.take()
+        return Sample(image=image.name, boxes=int(result.as_numpy("BOXES").shape[0]),
+                      sent_bytes=sent, received_bytes=received)
+
+
+class SplitCaller(_GrpcCaller):
+    """Preprocessing and box extraction in the client; ``craft`` and ``refinenet`` on Triton."""
+
+    def __call__(self, image: BenchImage) -> Sample:
+        self.counter.take()
+        t0 = time.perf_counter()
+        prepared = imaging.prepare_image(image.data, self.long_side)
+        t1 = time.perf_counter()
+
+        tensor = grpcclient.InferInput("image", list(prepared.tensor.shape), "FP32")
+        tensor.set_data_from_numpy(prepared.tensor)
+        maps = self.client.infer("craft", [tensor], outputs=[
+            grpcclient.InferRequestedOutput("y"), grpcclient.InferRequestedOutput("feature")])
+        y, feature = maps.as_numpy("y"), maps.as_numpy("feature")
+
+        inputs = []
+        for name, array in (("y", y), ("feature", feature)):
+            tensor = grpcclient.InferInput(name, list(array.shape), "FP32")
+            tensor.set_data_from_numpy(array)
+            inputs.append(tensor)
+        refined = self.client.infer("refinenet", inputs, outputs=[
+            grpcclient.InferRequestedOutput("y_refined")]).as_numpy("y_refined")
+
+        t2 = time.perf_counter()
+        found, _ = boxes.detect_boxes(y[0, 0], refined[0, 0], params.DEFAULT_TEXT_THRESHOLD,
+                                      params.DEFAULT_LINK_THRESHOLD, params.DEFAULT_LOW_TEXT)
+        found = boxes.to_image_coordinates(found, prepared.ratio, prepared.width,
+                                           prepared.height)
+        t3 = time.perf_counter()
+        sent, received = self.counter.take()
+        return Sample(image=image.name, boxes=int(found.shape[0]), sent_bytes=sent,
+                      received_bytes=received,
+                      client_compute_ms=((t1 - t0) + (t3 - t2)) * 1e3,
+                      server_timing_ms={"preprocess": (t1 - t0) * 1e3,
+                                        "postprocess": (t3 - t2) * 1e3})

@@ -1,0 +1,64 @@
+"""Triton's per-model statistics, as differences over one benchmark run.
+
+Triton keeps, per model, cumulative counts and nanoseconds of: ``queue`` (waiting for a
+model instance), ``compute_input`` (copying inputs in - for a Python-backend model, into the
+stub's shared memory), ``compute_infer`` (the model's own execution), ``compute_output``
+(copying outputs out), and ``cache_hit`` / ``cache_miss`` of the response cache. An
+ensemble's own entry covers its whole request; its composing models have their own entries.
+"""
+
+from __future__ import annotations
+
+STAGES = ("queue", "compute_input", "compute_infer", "compute_output")
+
+
+def snapshot(client) -> dict[str, dict]:
+    """Cumulative statistics of every model: ``{model: {stage: (count, ns)}}``.
+
+    ``stage`` is one of :data:`STAGES`, ``success``, ``fail``, ``cache_hit``, ``cache_miss``;
+    ``inference_count`` and ``execution_count`` are plain ints.
+    """
+    stats = client.get_inference_statistics(as_json=True)
+    models = {}
+    for entry in stats.get("model_stats", []):
+        inference = entry.get("inference_stats", {})
+        model = {stage: (int(inference.get(stage, {}).get("count", 0)),
+                         int(inference.get(stage, {}).get("ns", 0)))
+                 for stage in (*STAGES, "success", "fail", "cache_hit", "cache_miss")}
+        model["inference_count"] = int(entry.get("inference_count", 0))
+        model["execution_count"] = int(entry.get("execution_count", 0))
+        models[entry["name"]] = model
+    return models
+
+
+def per_request(before: dict, after: dict, requests: int) -> dict[str, dict]:
+    """Mean time per benchmark request of each stage of each model that ran, in ms.
+
+    Args:
+        before, after: :func:`snapshot` results around the run.
+        requests: benchmark requests completed in between (each runs each model once).
+
+    Returns:
+        ``{model: {"inferences": n, "<stage>_ms": mean per request, "cache_hits": n}}`` for
+        models with at least one inference in between.
+    """
+    result = {}
+    for name, end in after.items():
+        start = before.get(name, {})
+        inferences = end["inference_count"] - start.get("inference_count", 0)
+        if inferences <= 0:
+            continue
+        entry = {"inferences": inferences,
+                 "cache_hits": end["cache_hit"][0] - start.get("cache_hit", (0, 0))[0]}
+        for stage in STAGES:
+            ns = end[stage][1] - start.get(stage, (0, 0))[1]
+            entry[f"{stage}_ms"] = ns / 1e6 / max(requests, 1)
+        entry["success_ms"] = (end["success"][1] - start.get("success", (0, 0))[1]) / 1e6 \
+            / max(requests, 1)
+        result[name] = entry
+    return result
+
+
+def compute_ms(stats: dict[str, dict], models: tuple[str, ...]) -> float:
+    """Sum of ``compute_infer`` per request (ms) over ``models`` (absent ones count 0)."""
+    return sum(stats.get(m, {}).get("compute_infer_ms", 0.0) for m in models)
