@@ -101,6 +101,15 @@ TEMPLATES = [
 DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}"),
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Several gunicorn workers write audit rows and throttle counters: write-ahead logging lets
+    # readers go on during a write and commits without a full fsync each time; IMMEDIATE
+    # transactions wait for the write lock instead of failing with "database is locked".
+    DATABASES["default"].setdefault("OPTIONS", {}).update({
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+    })
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 #: Throttling counters live here, so they must be shared by every gunicorn worker (and every

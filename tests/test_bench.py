@@ -28,8 +28,8 @@ def test_percentile_interpolates_linearly():
     assert percentile([5.0], 99) == 5.0
 
 
-@pytest.mark.skipif(shutil.which("ss") is None, reason="needs ss (iproute2)")
 def test_tcp_counters_see_bytes_on_a_real_connection():
+    assert shutil.which("ss"), "the benchmark reads TCP counters with ss: apt-get install iproute2"
     import socket
 
     with socket.create_server(("127.0.0.1", 0)) as server:
@@ -108,3 +108,19 @@ def test_one_image_run_of_every_mode(tmp_path):
     assert [s["model"] for s in steps["steps"]] == ["preprocess", "craft", "refinenet",
                                                     "postprocess"]
     assert steps["slowest_step"] in ("craft", "refinenet")
+
+
+def test_engine_comparison_smoke_run(tmp_path):
+    """``python -m bench.engines`` on one image at long side 640, OpenVINO and onnxruntime."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.engines", "--engines", "openvino,onnxruntime",
+         "--long-sides", "640", "--limit", "1", "--repeats", "1", "--out", str(tmp_path)],
+        cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    report = json.loads(next(tmp_path.glob("engines-*.json")).read_text())
+    rows = {row["engine"]: row for row in report["summary"]}
+    assert set(rows) == {"openvino", "onnxruntime"}
+    assert rows["onnxruntime"]["description"].startswith("onnxruntime ")
+    assert rows["openvino"]["description"].startswith("openvino ")
+    assert rows["onnxruntime"]["speedup_vs_onnxruntime"] == 1.0
+    assert len(report["results"]["openvino"]["latency_ms"]["640"]) == 1

@@ -4,8 +4,9 @@ Both take and return plain dicts of numpy arrays keyed by the ONNX tensor names,
 Triton Python models (and the benchmark's in-process baseline) do not care which one runs.
 
 OpenVINO is the default on CPUs: with its default inference precision it runs CRAFT in BF16 on
-CPUs with AMX / AVX-512 BF16 (about 6x onnxruntime FP32 on a Sapphire Rapids Xeon, identical
-boxes on the test images) and in FP32 elsewhere.
+CPUs with AMX / AVX-512 BF16 (about 4x onnxruntime FP32 end to end through the API on this
+project's 2-core Xeon, `make bench-engines`, with the reference boxes on every test image) and
+in FP32 elsewhere.
 """
 
 from __future__ import annotations
