@@ -65,3 +65,7 @@ def child_exit(server, worker):
         from prometheus_client import multiprocess
 
         multiprocess.mark_process_dead(worker.pid)
+
+# gunicorn's control socket defaults to one path per user (~/.gunicorn/gunicorn.ctl) that every
+# gunicorn on the host would fight over; nothing here uses it.
+control_socket_disable = True

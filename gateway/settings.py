@@ -183,8 +183,10 @@ OCR_AUDIT_RETENTION_DAYS = env.int("OCR_AUDIT_RETENTION_DAYS", default=90)
 
 # --- OCR request limits -------------------------------------------------------------------
 OCR_MAX_UPLOAD_BYTES = env.int("OCR_MAX_UPLOAD_BYTES", default=20 * 1024 * 1024)
-#: Most images in one ``POST /api/ocr/batch``.
+#: Most images in one ``POST /api/ocr/batch``, and most bytes of them together: a batch is
+#: held in a worker's memory several times over while it is inferred.
 OCR_BATCH_MAX_IMAGES = env.int("OCR_BATCH_MAX_IMAGES", default=8)
+OCR_BATCH_MAX_UPLOAD_BYTES = env.int("OCR_BATCH_MAX_UPLOAD_BYTES", default=40 * 1024 * 1024)
 OCR_MAX_PIXELS = env.int("OCR_MAX_PIXELS", default=40_000_000)
 OCR_MIN_IMAGE_SIDE = env.int("OCR_MIN_IMAGE_SIDE", default=8)
 OCR_LONG_SIDE_MIN = env.int("OCR_LONG_SIDE_MIN", default=64)

@@ -45,7 +45,10 @@ class OcrAdminSite(admin.AdminSite):
     def triton_models_view(self, request):
         if request.method == "POST":
             action, name = request.POST.get("action"), request.POST.get("model", "")
-            if action not in MODEL_ACTIONS or not name:
+            if not request.user.is_superuser:
+                # Unloading a model stops the service: only superusers may, staff may look.
+                messages.error(request, "Only superusers may load or unload models.")
+            elif action not in MODEL_ACTIONS or not name:
                 messages.error(request, "Choose a model and one of load, unload, reload.")
             else:
                 try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 from dataclasses import asdict, dataclass, field
@@ -42,13 +43,19 @@ def write(record: AuditRecord, api_key: ApiKey | None) -> None:
         logger.exception("could not write the audit row for %s", record.request_id)
 
 
+@functools.lru_cache(maxsize=8)
+def _networks(entries: tuple[str, ...]) -> list:
+    """The trusted proxies as networks, parsed once per setting value."""
+    return [ipaddress.ip_network(entry, strict=False) for entry in entries]
+
+
 def client_ip(request) -> str | None:
     """The client's IP address.
 
     ``REMOTE_ADDR`` unless it is a trusted proxy (``OCR_TRUSTED_PROXIES``, addresses or CIDR
     networks): then the right-most ``X-Forwarded-For`` entry that is not a trusted proxy.
     """
-    trusted = [ipaddress.ip_network(n, strict=False) for n in settings.OCR_TRUSTED_PROXIES]
+    trusted = _networks(tuple(settings.OCR_TRUSTED_PROXIES))
     remote = request.META.get("REMOTE_ADDR") or None
 
     def is_trusted(address: str) -> bool:

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,6 +79,7 @@ class EmbeddedTriton:
         models: models loaded at start (an ensemble loads its composing models too).
         flavour: ``--model-config-name`` (``""`` = each model's config.pbtxt, the cpu flavour).
         http_port, grpc_port, metrics_port: 0 picks a free port.
+        address: interface the three endpoints listen on (loopback by default).
         cache_bytes: size of the local response cache (0 disables the cache).
         python_shm_bytes: Python-backend shared-memory pool per model instance; CRAFT's
             features are ~30 MB at long side 1280, so it starts large instead of growing by 1 MB.
@@ -94,11 +96,15 @@ class EmbeddedTriton:
     metrics_port: int = 0
     cache_bytes: int = 256 * 1024 * 1024
     python_shm_bytes: int = 64 * 1024 * 1024
+    address: str = "127.0.0.1"
     extra_args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen | None = field(default=None, init=False)
+    #: ``--id`` of this server, unique per instance: readiness is only believed from it.
+    server_id: str = field(default="", init=False)
 
     def __post_init__(self):
+        self.server_id = f"ocr-embedded-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.repository = Path(self.repository).resolve()
         self.log_path = Path(self.log_path)
         self.http_port = self.http_port or free_port()
@@ -107,28 +113,34 @@ class EmbeddedTriton:
 
     @property
     def grpc_url(self) -> str:
-        return f"localhost:{self.grpc_port}"
+        return f"{self._host}:{self.grpc_port}"
 
     @property
     def http_url(self) -> str:
-        return f"http://localhost:{self.http_port}"
+        return f"http://{self._host}:{self.http_port}"
 
     @property
     def metrics_url(self) -> str:
-        return f"http://localhost:{self.metrics_port}/metrics"
+        return f"http://{self._host}:{self.metrics_port}/metrics"
+
+    @property
+    def _host(self) -> str:
+        return "127.0.0.1" if self.address in ("", "0.0.0.0") else self.address
 
     def command(self) -> list[str]:
         """The ``tritonserver`` command line."""
         server_dir = pytriton_server_dir()
         args = [
             str(server_dir / "bin" / "tritonserver"),
+            f"--id={self.server_id}",
             f"--model-repository={self.repository}",
             f"--backend-directory={server_dir / 'backends'}",
             "--model-control-mode=explicit",
             *[f"--load-model={name}" for name in self.models],
-            f"--http-port={self.http_port}",
-            f"--grpc-port={self.grpc_port}",
-            f"--metrics-port={self.metrics_port}",
+            # Loopback only: the embedded server has no authentication of its own.
+            f"--http-address={self.address}", f"--http-port={self.http_port}",
+            f"--grpc-address={self.address}", f"--grpc-port={self.grpc_port}",
+            f"--metrics-address={self.address}", f"--metrics-port={self.metrics_port}",
             "--allow-metrics=true",
             f"--backend-config=python,shm-default-byte-size={self.python_shm_bytes}",
             f"--backend-config=python,shm-growth-byte-size={self.python_shm_bytes}",
@@ -187,12 +199,15 @@ class EmbeddedTriton:
         try:
             while time.monotonic() < deadline:
                 if self.process.poll() is not None:
+                    self.kill()  # its Python stubs may still run; they hold shared memory
                     raise TritonStartError(
                         f"tritonserver exited with code {self.process.returncode}.\n"
                         f"{self.log_tail()}")
                 try:
-                    if client.is_server_live() and all(
-                            client.is_model_ready(name) for name in self.models):
+                    # The id tells our server from another one that already holds the port.
+                    if (client.get_server_metadata(client_timeout=2).name == self.server_id
+                            and all(client.is_model_ready(name, client_timeout=2)
+                                    for name in self.models)):
                         return
                 except InferenceServerException:
                     pass

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -190,6 +190,9 @@ def exception_handler(exc, context):
     """
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge()
+    elif isinstance(exc, SuspiciousOperation):
+        # Django's parser limits (too many files or fields in a multipart body, ...).
+        exc = exceptions.ParseError(f"The request body was refused: {exc}")
     elif isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
@@ -214,6 +217,7 @@ def json_error_view(status_code: int, code: str, message: str):
     """A Django error view (``handler404`` etc.) answering the API's JSON error shape."""
 
     def view(request, exception=None):
-        return JsonResponse(error_body(request, code, message), status=status_code)
+        return JsonResponse(error_body(request, code, message), status=status_code,
+                            json_dumps_params={"separators": (",", ":")})  # like DRF's
 
     return view

@@ -11,7 +11,7 @@ import io
 import warnings
 from dataclasses import dataclass
 
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 from pillow_heif import register_heif_opener
 
 from . import errors
@@ -30,12 +30,12 @@ _TRANSPOSED_ORIENTATIONS = {5, 6, 7, 8}
 
 @dataclass(frozen=True)
 class ImageInfo:
-    """What the header says. ``width``/``height`` in pixels, upright (EXIF applied)."""
+    """What the header says. ``width``/``height`` in pixels, upright (EXIF applied). Only the
+    first frame or page is looked at: counting frames would walk the whole file."""
 
     format: str
     width: int
     height: int
-    frames: int
 
 
 def _orientation(image: Image.Image) -> int:
@@ -85,11 +85,10 @@ def probe_image(data: bytes, max_pixels: int, min_side: int) -> ImageInfo:
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             with Image.open(io.BytesIO(data), formats=[fmt]) as image:
                 width, height = image.size
-                frames = getattr(image, "n_frames", 1)
                 orientation = _orientation(image)
     except Image.DecompressionBombError:
         raise errors.ImageTooLarge(f"The image has more than {max_pixels} pixels.")
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError) as exc:
+    except Exception as exc:  # noqa: BLE001 - malformed headers make Pillow raise nearly anything
         raise errors.ImageUndecodable(f"The {fmt} header cannot be read.") from exc
     if width * height > max_pixels:
         raise errors.ImageTooLarge(
@@ -99,5 +98,4 @@ def probe_image(data: bytes, max_pixels: int, min_side: int) -> ImageInfo:
             f"The image is {width}x{height} pixels; each side must be at least {min_side}.")
     if orientation in _TRANSPOSED_ORIENTATIONS:
         width, height = height, width
-    return ImageInfo(format="HEIC" if fmt == "HEIF" else fmt, width=width, height=height,
-                     frames=frames)
+    return ImageInfo(format="HEIC" if fmt == "HEIF" else fmt, width=width, height=height)

@@ -45,13 +45,20 @@ class ModelState:
 
 
 class ModelControl:
-    """Model control of one Triton over gRPC (``host:port``)."""
+    """Model control of one Triton over gRPC (``host:port``).
+
+    Args:
+        url: Triton's gRPC address.
+        timeout_s: deadline of each call; loads of big models can take minutes.
+    """
 
     def __init__(self, url: str, timeout_s: float = 600.0):
         self.url = url
         self.timeout_s = timeout_s
 
     def _call(self, method: str, *args, **kwargs):
+        """One RPC on a short-lived connection (model control is rare; this keeps it apart
+        from the inference channel)."""
         client = grpcclient.InferenceServerClient(self.url)
         try:
             return getattr(client, method)(*args, **kwargs)
@@ -66,7 +73,8 @@ class ModelControl:
         Raises:
             ModelControlError: Triton cannot be reached.
         """
-        index = self._call("get_model_repository_index", as_json=True)
+        index = self._call("get_model_repository_index", as_json=True,
+                           client_timeout=self.timeout_s)
         return sorted((ModelState(m["name"], m.get("version", ""), m.get("state", ""),
                                   m.get("reason", "")) for m in index.get("models", [])),
                       key=lambda m: (m.name, m.version))

@@ -1,6 +1,7 @@
 """Request parameters and the response shapes of the OCR API (also the OpenAPI schema)."""
 
 import math
+import re
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -11,16 +12,33 @@ from rest_framework import serializers
 from .errors import ERROR_CODES
 
 
+#: Plain decimal notation, ASCII digits only (Python's float() would also take "1_0", "nan",
+#: full-width digits...).
+_DECIMAL = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
 class ThresholdField(serializers.FloatField):
-    """A float strictly between 0 and 1 (NaN and infinities refused)."""
+    """A decimal number strictly between 0 and 1 (NaN and infinities refused)."""
 
     default_error_messages = {"range": "Must be a number strictly between 0 and 1."}
 
     def to_internal_value(self, data):
+        if isinstance(data, str) and not _DECIMAL.fullmatch(data.strip()):
+            self.fail("invalid")
         value = super().to_internal_value(data)
         if not math.isfinite(value) or not 0.0 < value < 1.0:
             self.fail("range")
         return value
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """An integer written with ASCII digits only (no "12.0", "1_280" or full-width digits)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and not _INTEGER.fullmatch(data.strip()):
+            self.fail("invalid")
+        return super().to_internal_value(data)
 
 
 @extend_schema_field(OpenApiTypes.BOOL)
@@ -55,8 +73,8 @@ class OcrParametersSerializer(serializers.Serializer):
                                     help_text="Link score joining characters, in (0, 1).")
     low_text = ThresholdField(required=False,
                               help_text="Region score of a character pixel, in (0, 1).")
-    long_side = serializers.IntegerField(required=False,
-                                         help_text="Long side of the resized image, pixels.")
+    long_side = StrictIntegerField(required=False,
+                                   help_text="Long side of the resized image, pixels.")
     refine = StrictBooleanField(required=False, help_text="Use the link refiner (default true).")
 
     def __init__(self, *args, **kwargs):

@@ -1,9 +1,9 @@
 """Image bytes to Triton through system shared memory instead of the gRPC message.
 
 Only for a gateway on the same host as Triton (``TRITON_SHARED_MEMORY=true``). Each gateway
-process keeps a small pool of POSIX shared-memory regions (``/dev/shm/ocr_<pid>_<n>``), each
-registered with Triton once and reused for every request; a region is leased by one request at
-a time. The pool only grows to the process's peak concurrency (at most ``max_regions``); a
+process keeps a small pool of POSIX shared-memory regions (``/dev/shm/ocr_<pid>_<random>_<n>``),
+each registered with Triton once and reused for every request; a region is leased by one
+request at a time. The pool only grows to the process's peak concurrency (at most ``max_regions``); a
 request that finds no free region, or an image too big for one, simply goes in the gRPC
 message. Regions are unregistered and unlinked when the process exits.
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -58,12 +59,9 @@ class SharedMemoryPool:
         self._all: list[Region] = []
         self._lock = threading.Lock()
 
-    @property
-    def region_names(self) -> list[str]:
-        return [region.name for region in self._all]
-
     def _new_region(self) -> Region:
-        name = f"ocr_{os.getpid()}_{len(self._all)}"
+        # A random part: a reused PID must never meet a dead worker's leftover registration.
+        name = f"ocr_{os.getpid()}_{uuid.uuid4().hex[:8]}_{len(self._all)}"
         region = Region(name, shm.create_shared_memory_region(name, f"/{name}",
                                                               self.region_bytes),
                         self.region_bytes)
@@ -83,8 +81,14 @@ class SharedMemoryPool:
         try:
             shm.set_shared_memory_region(region.handle, [serialized])
             if not region.registered:
-                self._client.register_system_shared_memory(region.name, f"/{region.name}",
-                                                           region.byte_size)
+                try:
+                    self._client.register_system_shared_memory(region.name, f"/{region.name}",
+                                                               region.byte_size)
+                except InferenceServerException as exc:
+                    # Triton unreachable or refusing: this request goes in the message.
+                    logger.warning("cannot register %s: %s", region.name, exc.message())
+                    yield None
+                    return
                 region.registered = True
             tensor = grpcclient.InferInput("IMAGE_BYTES", [1], "BYTES")
             tensor.set_shared_memory(region.name, byte_size)
@@ -100,6 +104,12 @@ class SharedMemoryPool:
             if len(self._all) < self.max_regions:
                 return self._new_region()
         return None
+
+    @staticmethod
+    def lost_registration(exc: InferenceServerException) -> bool:
+        """Triton does not know one of our regions: it restarted and lost them."""
+        return (str(exc.status()).endswith("NOT_FOUND")
+                and "Unable to find shared memory region" in (exc.message() or ""))
 
     def forget_registrations(self) -> None:
         """Triton restarted and lost them: register each region again on its next use."""

@@ -14,8 +14,13 @@ from django.core.cache import cache
 from django.utils import timezone
 from rest_framework.throttling import BaseThrottle
 
-from .errors import QuotaExceeded
+from .errors import QuotaExceeded, TooManyImages
 from .models import ApiKey, OcrRequest
+
+
+#: Error codes of requests refused before any image was looked at: they use no quota.
+NOT_CHARGED = ("rate_limited", "quota_exceeded", "too_many_images", "payload_too_large",
+               "missing_image")
 
 
 def _cost(request, view) -> int:
@@ -31,6 +36,10 @@ class ApiKeyRateThrottle(BaseThrottle):
     the history is not atomic: concurrent requests of one key may overshoot by a few images.
     The sliding-window scheme is DRF's ``SimpleRateThrottle``'s, extended to a per-key rate and
     a per-request cost.
+
+    Raises:
+        TooManyImages: one request carries more images than the key's whole rate, so no
+            retry could ever succeed.
     """
 
     duration_s = 60
@@ -44,27 +53,34 @@ class ApiKeyRateThrottle(BaseThrottle):
         now = time.time()
         history = [t for t in self.cache.get(self.cache_key, []) if t > now - self.duration_s]
         cost = _cost(request, view)
-        if len(history) + cost > api_key.rate_per_minute:
-            self.wait_s = self.duration_s - (now - history[-1]) if history else self.duration_s
+        if cost > api_key.rate_per_minute:
+            raise TooManyImages(f"{cost} images in one request; this key may send at most "
+                                f"{api_key.rate_per_minute} per minute.")
+        excess = len(history) + cost - api_key.rate_per_minute
+        if excess > 0:
+            # The oldest `excess` images must leave the window; history is newest first.
+            self.wait_s = self.duration_s - (now - history[-excess])
             return False
         history = [now] * cost + history
         self.cache.set(self.cache_key, history, self.duration_s)
         return True
 
     def wait(self) -> float:
-        """Seconds until the oldest image in the window leaves it."""
+        """Seconds until enough images have left the window for this request to fit."""
         return max(1.0, self.wait_s)
 
 
 class DailyQuotaThrottle(BaseThrottle):
     """At most ``ApiKey.daily_quota`` images per UTC day (429 quota_exceeded).
 
-    Usage is counted from the audit log (every image sent with the key today, except those
-    refused by throttling), which is exact across workers and survives restarts. Requests
+    Usage is counted from the audit log (every image sent with the key today, except requests
+    refused before any image was looked at: :data:`NOT_CHARGED`), which is exact across
+    workers and survives restarts. Requests
     still in flight are not yet counted, so parallel requests can overshoot slightly.
 
     Raises:
         QuotaExceeded: with ``Retry-After`` = seconds until the next UTC midnight.
+        TooManyImages: one request carries more images than the whole quota.
     """
 
     def allow_request(self, request, view) -> bool:
@@ -74,8 +90,12 @@ class DailyQuotaThrottle(BaseThrottle):
         now = timezone.now().astimezone(dt.timezone.utc)
         midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
         used = (OcrRequest.objects.filter(api_key=api_key, created__gte=midnight)
-                .exclude(error_code__in=("rate_limited", "quota_exceeded")).count())
-        if used + _cost(request, view) > api_key.daily_quota:
+                .exclude(error_code__in=NOT_CHARGED).count())
+        cost = _cost(request, view)
+        if cost > api_key.daily_quota:
+            raise TooManyImages(f"{cost} images in one request; this key's daily quota is "
+                                f"{api_key.daily_quota}.")
+        if used + cost > api_key.daily_quota:
             seconds_left = (midnight + dt.timedelta(days=1) - now).total_seconds()
             raise QuotaExceeded(
                 f"The key's daily quota of {api_key.daily_quota} images is used up.",

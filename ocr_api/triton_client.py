@@ -6,9 +6,10 @@ HTTP/2 connection, so each request costs one RPC, not a new connection. With a
 ``dns:///host:port`` target and several Triton pods behind a headless Service, the channel
 balances calls round-robin across every address DNS returns.
 
-Triton faults become API errors: unreachable or not ready -> 503 ``inference_unavailable``,
-past the deadline -> 504 ``inference_timeout``, a preprocessing refusal -> the 4xx the model
-tagged it with (see ``ocr_pipeline.triton_python``).
+Triton faults become API errors: unreachable, not ready or overloaded -> 503
+``inference_unavailable``, past the deadline -> 504 ``inference_timeout``, a preprocessing
+refusal -> the 4xx the model tagged it with (see ``ocr_pipeline.triton_python``), anything
+else (a broken contract, a model crash) -> 502 ``inference_failed``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
+import logging
+
 import numpy as np
 import tritonclient.grpc as grpcclient
 from django.conf import settings
@@ -27,6 +30,8 @@ from tritonclient.utils import InferenceServerException
 
 from . import errors, metrics
 from .shared_memory import SharedMemoryPool
+
+logger = logging.getLogger(__name__)
 
 #: gRPC channel options. Reconnect backoff is capped at 2 s (gRPC's default grows to 120 s)
 #: so requests succeed again within seconds of Triton coming back.
@@ -89,12 +94,17 @@ def build_inputs(image: bytes, parameters: dict) -> list[grpcclient.InferInput]:
     """
     tensor = grpcclient.InferInput("IMAGE_BYTES", [1], "BYTES")
     tensor.set_data_from_numpy(np.array([image], dtype=object))
-    inputs = [tensor]
+    return [tensor, *parameter_inputs(parameters)]
+
+
+def parameter_inputs(parameters: dict) -> list[grpcclient.InferInput]:
+    """The optional ensemble inputs (``LONG_SIDE``, thresholds, ``REFINE``) that are set."""
+    inputs = []
     for key, (name, triton_dtype, np_dtype) in PARAMETER_INPUTS.items():
         if parameters.get(key) is not None:
-            extra = grpcclient.InferInput(name, [1], triton_dtype)
-            extra.set_data_from_numpy(np.array([parameters[key]], dtype=np_dtype))
-            inputs.append(extra)
+            tensor = grpcclient.InferInput(name, [1], triton_dtype)
+            tensor.set_data_from_numpy(np.array([parameters[key]], dtype=np_dtype))
+            inputs.append(tensor)
     return inputs
 
 
@@ -106,13 +116,17 @@ def map_triton_error(exc: InferenceServerException) -> errors.ApiError:
     if status.endswith("DEADLINE_EXCEEDED"):
         return errors.InferenceTimeout(
             f"No answer from the inference server within {settings.TRITON_TIMEOUT_S:g} s.")
-    if status.endswith(("UNAVAILABLE", "NOT_FOUND", "CANCELLED")) or "unknown model" in message:
+    if (status.endswith(("UNAVAILABLE", "NOT_FOUND", "CANCELLED", "RESOURCE_EXHAUSTED"))
+            or "unknown model" in message):
         return errors.InferenceUnavailable(retry_after=retry_after)
-    if status.endswith("INVALID_ARGUMENT"):
-        tagged = _ERROR_TAG.search(message)
-        if tagged and tagged.group(1) in _TAGGED_ERRORS:
-            return _TAGGED_ERRORS[tagged.group(1)](tagged.group(2).strip())
-        return errors.ImageUndecodable()
+    tagged = _ERROR_TAG.search(message) if status.endswith("INVALID_ARGUMENT") else None
+    if tagged and tagged.group(1) in _TAGGED_ERRORS:
+        detail = tagged.group(2).strip()
+        # "[invalid_parameter] long_side must be ...": name the field like the gateway does.
+        field = detail.split(" ", 1)[0] if detail.split(" ", 1)[0] in PARAMETER_INPUTS else None
+        return _TAGGED_ERRORS[tagged.group(1)](detail, field=field)
+    # Untagged: Triton or a model broke the contract, not the client's image.
+    logger.error("Triton failed: %s %s", status, message)
     return errors.InferenceFailed()
 
 
@@ -139,22 +153,33 @@ class TritonClient:
     @contextmanager
     def _inputs(self, image: bytes, parameters: dict, use_shared_memory: bool = True):
         """The ensemble inputs; IMAGE_BYTES in a shared-memory region when possible."""
-        inputs = build_inputs(image, parameters)
         if self.shared_memory is None or not use_shared_memory:
-            yield inputs
+            yield build_inputs(image, parameters)
             return
         with self.shared_memory.image_input(image) as tensor:
-            yield [tensor, *inputs[1:]] if tensor is not None else inputs
+            yield ([tensor, *parameter_inputs(parameters)] if tensor is not None
+                   else build_inputs(image, parameters))
 
     def _detection(self, result, elapsed_ms: float) -> Detection:
+        """The answer as a :class:`Detection`.
+
+        Raises:
+            errors.InferenceFailed: the outputs do not have the ensemble's documented shapes.
+        """
         response = result.get_response()
-        width, height = (int(v) for v in result.as_numpy("IMAGE_SIZE"))
-        return Detection(
-            boxes=result.as_numpy("BOXES").reshape(-1, 4, 2),
-            scores=result.as_numpy("SCORES").reshape(-1),
-            width=width, height=height,
-            model_name=response.model_name, model_version=response.model_version,
-            inference_ms=elapsed_ms)
+        try:
+            width, height = (int(v) for v in result.as_numpy("IMAGE_SIZE"))
+            boxes = result.as_numpy("BOXES").reshape(-1, 4, 2)
+            scores = result.as_numpy("SCORES").reshape(-1)
+            if len(boxes) != len(scores):
+                raise ValueError(f"{len(boxes)} boxes but {len(scores)} scores")
+        except (TypeError, ValueError, AttributeError) as exc:
+            logger.error("malformed answer from %s: %s", response.model_name, exc)
+            metrics.TRITON_ERRORS.labels(errors.InferenceFailed.default_code).inc()
+            raise errors.InferenceFailed() from exc
+        return Detection(boxes=boxes, scores=scores, width=width, height=height,
+                         model_name=response.model_name, model_version=response.model_version,
+                         inference_ms=elapsed_ms)
 
     def _failure(self, exc: InferenceServerException) -> errors.ApiError:
         error = map_triton_error(exc)
@@ -163,7 +188,7 @@ class TritonClient:
 
     def _lost_shared_memory(self, exc: InferenceServerException) -> bool:
         """Triton lost the region registrations (it restarted): re-register on next use."""
-        if self.shared_memory is not None and "shared memory" in (exc.message() or ""):
+        if self.shared_memory is not None and self.shared_memory.lost_registration(exc):
             self.shared_memory.forget_registrations()
             return True
         return False
@@ -212,13 +237,16 @@ class TritonClient:
             started = time.perf_counter()
 
             def callback(result, error):
-                stack.close()  # frees the shared-memory region, if one was leased
-                if error is not None:
-                    results[index] = error
-                else:
-                    results[index] = self._detection(
+                # Runs on a gRPC thread: whatever happens, record an outcome and signal.
+                try:
+                    stack.close()  # frees the shared-memory region, if one was leased
+                    results[index] = error if error is not None else self._detection(
                         result, (time.perf_counter() - started) * 1000.0)
-                done.release()
+                except Exception as exc:  # noqa: BLE001 - reported as this image's failure
+                    results[index] = (exc if isinstance(exc, errors.ApiError)
+                                      else errors.InferenceFailed())
+                finally:
+                    done.release()
 
             try:
                 inputs = stack.enter_context(self._inputs(image, parameters))
@@ -231,9 +259,15 @@ class TritonClient:
 
         for index, (image, parameters) in enumerate(items):
             submit(index, image, parameters)
+        # Every call has the client deadline; the margin covers callbacks still running.
+        deadline = time.monotonic() + self.timeout_s + 10.0
         for _ in items:
-            done.acquire()
+            if not done.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                break
         for index, result in enumerate(results):
+            if result is None:  # never answered, even past the deadline
+                results[index] = errors.InferenceTimeout()
+                continue
             if isinstance(result, InferenceServerException):
                 if self._lost_shared_memory(result):
                     try:

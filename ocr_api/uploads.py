@@ -15,18 +15,20 @@ from .serializers import OcrParametersSerializer
 MULTIPART_SLACK_BYTES = 64 * 1024
 
 
-def check_declared_length(request, images: int = 1) -> None:
+def check_declared_length(request, limit: int) -> None:
     """Refuse an oversized body from its Content-Length header, before reading it.
 
+    Args:
+        limit: most bytes of images the request may carry (multipart framing comes on top).
+
     Raises:
-        errors.PayloadTooLarge: the declared body exceeds ``images`` times the upload cap.
+        errors.PayloadTooLarge: the declared body is larger.
     """
     try:
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         declared = 0
-    limit = settings.OCR_MAX_UPLOAD_BYTES * images + MULTIPART_SLACK_BYTES
-    if declared > limit:
+    if declared > limit + MULTIPART_SLACK_BYTES:
         raise errors.PayloadTooLarge(f"The body is {declared} bytes; the limit is {limit}.")
 
 
@@ -42,6 +44,7 @@ def single_image(request) -> bytes:
 
     Raises:
         errors.MissingImage: a multipart body without an ``image`` file.
+        errors.InvalidParameter: several ``image`` files.
         errors.PayloadTooLarge: the image is over the cap.
     """
     data = request.data
@@ -50,9 +53,14 @@ def single_image(request) -> bytes:
     elif not request.content_type.startswith("multipart/"):
         image = b""  # an empty raw body: DRF runs no parser on it; sniffing says 415
     else:
-        upload = request.FILES.get("image")
-        if upload is None:
+        uploads = request.FILES.getlist("image")
+        if not uploads:
             raise errors.MissingImage()
+        if len(uploads) > 1:
+            raise errors.InvalidParameter(
+                f"image: {len(uploads)} images sent; /api/ocr takes one "
+                "(several go to /api/ocr/batch).", field="image")
+        upload = uploads[0]
         check_image_size(upload.size)
         image = upload.read()
     check_image_size(len(image))
@@ -66,12 +74,22 @@ def parameters(request, file_fields: tuple[str, ...] = ("image",)) -> dict:
         only the parameters that were sent, converted (floats, int, bool).
 
     Raises:
-        errors.InvalidParameter: naming the first field at fault.
+        errors.InvalidParameter: naming the first field at fault, also for a parameter given
+            twice (in the query string, the form, or both).
     """
-    raw = {key: request.query_params.get(key) for key in request.query_params}
+    raw: dict[str, str] = {}
+    sources = [request.query_params]
     if not isinstance(request.data, bytes):
-        raw.update({key: request.data.get(key) for key in request.data
-                    if key not in file_fields})
+        sources.append(request.data)
+    for source in sources:
+        for key in source:
+            if key in file_fields:
+                continue
+            values = source.getlist(key)
+            if key in raw or len(values) != 1:
+                # Which one would win is a guess the client should not have to make.
+                raise errors.InvalidParameter(f"{key}: given more than once.", field=key)
+            raw[key] = values[0]
     serializer = OcrParametersSerializer(data=raw)
     if not serializer.is_valid():
         field, messages = next(iter(serializer.errors.items()))

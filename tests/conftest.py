@@ -37,8 +37,8 @@ def running_triton(tmp_path_factory, name: str, repository: Path | None = None, 
     server = EmbeddedTriton(
         repository=repository or django_settings.TRITON_MODEL_REPOSITORY,
         log_path=tmp_path_factory.mktemp(name) / "triton.log", **options)
-    server.start()
     try:
+        server.start()
         yield server
     finally:
         server.stop()

@@ -54,3 +54,36 @@ def png_header_only(width: int, height: int) -> bytes:
     idat = zlib.compress(b"\x00" * 64)
     return (b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", ihdr) + _png_chunk(b"IDAT", idat)
             + _png_chunk(b"IEND", b""))
+
+
+def _s15f16(value: float) -> bytes:
+    return struct.pack(">i", round(value * 65536))
+
+
+def _xyz_tag(x: float, y: float, z: float) -> bytes:
+    return b"XYZ " + b"\0" * 4 + _s15f16(x) + _s15f16(y) + _s15f16(z)
+
+
+def swapped_primaries_icc() -> bytes:
+    """A minimal ICC v2 RGB display profile (matrix/TRC, gamma 2.2) whose red and green
+    primaries are swapped: a pixel it describes as (255, 0, 0) is green in sRGB. Built by hand
+    because Pillow can only create an sRGB profile, and sRGB -> sRGB proves nothing."""
+    # D50-adapted sRGB primaries (the PCS is D50), red and green exchanged.
+    red, green, blue = (0.3851, 0.7169, 0.0971), (0.4361, 0.2225, 0.0139), \
+        (0.1431, 0.0606, 0.7141)
+    gamma = b"curv" + b"\0" * 4 + struct.pack(">I", 1) + struct.pack(">H", int(2.2 * 256))
+    description = b"desc" + b"\0" * 4 + struct.pack(">I", 8) + b"swapped\0" + b"\0" * 79
+    tags = [(b"desc", description), (b"wtpt", _xyz_tag(0.9642, 1.0, 0.8249)),
+            (b"rXYZ", _xyz_tag(*red)), (b"gXYZ", _xyz_tag(*green)), (b"bXYZ", _xyz_tag(*blue)),
+            (b"rTRC", gamma), (b"gTRC", gamma), (b"bTRC", gamma)]
+    offset = 128 + 4 + 12 * len(tags)
+    table, data = b"", b""
+    for signature, body in tags:
+        body += b"\0" * (-len(body) % 4)
+        table += signature + struct.pack(">II", offset + len(data), len(body))
+        data += body
+    size = offset + len(data)
+    header = (struct.pack(">I", size) + b"lcms" + struct.pack(">I", 0x02100000) + b"mntr"
+              + b"RGB " + b"XYZ " + b"\0" * 12 + b"acsp" + b"\0" * 28   # ... rendering intent
+              + _s15f16(0.9642) + _s15f16(1.0) + _s15f16(0.8249) + b"\0" * 48)  # D50, ...
+    return header + struct.pack(">I", len(tags)) + table + data

@@ -96,6 +96,16 @@ CORPUS = [
      "text_treshold"),
     ("raw body with bad query", raw(GOOD_PNG, query="low_text=2"), 400, "invalid_parameter",
      "low_text"),
+    ("long_side given twice", raw(GOOD_PNG, query="long_side=640&long_side=64"), 400,
+     "invalid_parameter", "long_side"),
+    ("parameter in query and form", form(GOOD_PNG, query="low_text=0.3", low_text="0.5"), 400,
+     "invalid_parameter", "low_text"),
+    ("underscored number", form(GOOD_PNG, long_side="1_280"), 400, "invalid_parameter",
+     "long_side"),
+    ("full-width digits", form(GOOD_PNG, text_threshold="０.５"), 400, "invalid_parameter",
+     "text_threshold"),
+    ("long_side with a decimal point", form(GOOD_PNG, long_side="640.0"), 400,
+     "invalid_parameter", "long_side"),
     ("multipart without boundary", raw(b"--xyz\r\ngarbage", "multipart/form-data"), 400,
      "malformed_request", None),
     ("multipart with no parts", raw(b"--xyz\r\ngarbage without headers",
@@ -151,6 +161,53 @@ def test_corpus_gets_documented_errors_and_every_request_is_audited(api_client, 
     # ...and the audit log has exactly one row per request, with its status and code.
     rows = {r.request_id: (r.http_status, r.error_code) for r in OcrRequest.objects.all()}
     assert rows == expected_rows
+
+
+def _tiff_with_a_broken_second_page() -> bytes:
+    """A valid first page, then an IFD chain whose next entry points at garbage."""
+    pages = [Image.new("RGB", (64, 64), "white"), Image.new("RGB", (64, 64), "black")]
+    data = bytearray(encode(pages[0], "TIFF", save_all=True, append_images=pages[1:]))
+    second_ifd = int.from_bytes(data[4:8], "little")
+    # the first IFD's "next IFD" offset follows its entries: point it past the end of the file
+    entries = int.from_bytes(data[second_ifd:second_ifd + 2], "little")
+    next_offset_at = second_ifd + 2 + 12 * entries
+    data[next_offset_at:next_offset_at + 4] = (len(data) + 4096).to_bytes(4, "little")
+    return bytes(data)
+
+
+def test_refusals_before_authentication_and_parsing_still_answer_and_audit(anonymous_client,
+                                                                           api_key):
+    huge = {"CONTENT_LENGTH": str(10**9)}
+    anonymous_client.credentials(HTTP_AUTHORIZATION="Api-Key bogus.key")
+    bogus = anonymous_client.generic("POST", "/api/ocr", data=b"x", content_type="image/png",
+                                     **huge)
+    assert (bogus.status_code, bogus.json()["error"]["code"]) == (401, "authentication_failed")
+    anonymous_client.credentials(HTTP_AUTHORIZATION=f"Api-Key {api_key[1]}")
+    big = anonymous_client.generic("POST", "/api/ocr", data=b"x", content_type="image/png",
+                                   **huge)
+    assert (big.status_code, big.json()["error"]["code"]) == (413, "payload_too_large")
+    rows = dict(OcrRequest.objects.values_list("request_id", "error_code"))
+    assert rows == {bogus.json()["request_id"]: "authentication_failed",
+                    big.json()["request_id"]: "payload_too_large"}
+
+
+def test_more_parts_than_django_allows_is_a_400(api_client):
+    files = [io.BytesIO(b"x") for _ in range(101)]
+    for index, handle in enumerate(files):
+        handle.name = f"{index}.txt"
+    for url, field in (("/api/ocr", "image"), ("/api/ocr/batch", "images")):
+        response = api_client.post(url, {field: files}, format="multipart")
+        assert (response.status_code, response.json()["error"]["code"]) == \
+            (400, "malformed_request"), url
+        for handle in files:
+            handle.seek(0)
+
+
+def test_a_broken_later_tiff_page_does_not_break_the_header_probe(api_client, live_triton):
+    response = api_client.post("/api/ocr", data=_tiff_with_a_broken_second_page(),
+                               content_type="image/tiff")
+    assert response.status_code == 200                # only the first page is looked at
+    assert response.json()["image"] == {"width": 64, "height": 64, "format": "TIFF"}
 
 
 def test_wrong_method_and_unknown_urls_use_the_error_shape(api_client):

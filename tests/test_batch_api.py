@@ -68,9 +68,28 @@ def test_too_many_images_and_no_images(api_client, settings):
 def test_throttling_counts_images_not_requests():
     _, key = ApiKey.objects.create_key(name="batcher", rate_per_minute=3)
     client = client_for(key)
-    refused = batch(client, [upload(f"{i}.txt", b"x") for i in range(4)])
+    never = batch(client, [upload(f"{i}.txt", b"x") for i in range(4)])
+    assert (never.status_code, never.json()["error"]["code"]) == (400, "too_many_images")
+    assert "at most 3 per minute" in never.json()["error"]["message"]
+    accepted = batch(client, [upload(f"{i}.txt", b"x") for i in range(2)])
+    assert [r["status"] for r in accepted.json()["results"]] == [415, 415]
+    refused = batch(client, [upload(f"{i}.txt", b"x") for i in range(2)])   # 2 + 2 > 3
     assert (refused.status_code, refused.json()["error"]["code"]) == (429, "rate_limited")
-    accepted = batch(client, [upload(f"{i}.txt", b"x") for i in range(3)])
-    assert accepted.status_code == 200
-    assert [r["status"] for r in accepted.json()["results"]] == [415, 415, 415]
-    assert batch(client, [upload("one.txt", b"x")]).status_code == 429
+    assert 1 <= int(refused["Retry-After"]) <= 60
+    assert batch(client, [upload("one.txt", b"x")]).status_code == 200       # 2 + 1 = 3
+
+
+def test_oversized_batches_are_refused_before_they_are_charged(settings):
+    row, key = ApiKey.objects.create_key(name="quota", daily_quota=5)
+    client = client_for(key)
+    settings.OCR_BATCH_MAX_IMAGES = 8
+    too_many = batch(client, [upload(f"{i}.txt", b"x") for i in range(9)])
+    assert (too_many.status_code, too_many.json()["error"]["code"]) == (400, "too_many_images")
+    settings.OCR_BATCH_MAX_UPLOAD_BYTES = 10_000
+    too_big = batch(client, [upload(f"{i}.txt", b"x" * 6_000) for i in range(2)])
+    assert (too_big.status_code, too_big.json()["error"]["code"]) == (413, "payload_too_large")
+    over_quota = batch(client, [upload(f"{i}.txt", b"x") for i in range(6)])
+    assert (over_quota.status_code, over_quota.json()["error"]["code"]) == \
+        (400, "too_many_images")
+    # None of the refused batches used the quota: five images still go through.
+    assert batch(client, [upload(f"{i}.txt", b"x") for i in range(5)]).status_code == 200

@@ -137,3 +137,14 @@ def test_openvino_runs_a_batch_like_single_images():
     together = craft({"image": images})["y"]
     alone = [craft({"image": images[i:i + 1]})["y"] for i in range(2)]
     np.testing.assert_allclose(together, np.concatenate(alone), atol=1e-4)
+
+
+def test_long_side_bounds_come_from_the_gateway_settings_environment():
+    from ocr_pipeline import params
+
+    assert params.long_side_bounds({}) == (64, 2560)
+    assert params.long_side_bounds({"OCR_LONG_SIDE_MIN": "32",
+                                    "OCR_LONG_SIDE_MAX": "4096"}) == (32, 4096)
+    assert params.long_side(np.array([4000], np.int32), bounds=(32, 4096)) == 4000
+    with pytest.raises(ValueError, match=r"long_side must be in \[64, 2560\], got 4000"):
+        params.long_side(np.array([4000], np.int32))

@@ -7,10 +7,10 @@ import numpy as np
 import pillow_heif
 import pytest
 import simplejpeg
-from PIL import Image, ImageCms
+from PIL import Image
 
 from .conftest import IMAGES, reference_boxes
-from .image_factory import encode, with_orientation
+from .image_factory import encode, swapped_primaries_icc, with_orientation
 from .parity import PARITY_F, parity_f
 
 pytestmark = [pytest.mark.django_db, pytest.mark.triton]
@@ -59,7 +59,6 @@ def palette_with_transparency(picture: Image.Image) -> tuple[bytes, Image.Image]
     return encode(palette), on_white(palette.convert("RGBA"))
 
 
-SRGB_ICC = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
 TIFF_PAGES = [PICTURE, Image.new("RGB", PICTURE.size, "black")]
 GIF_FRAMES = [quantized(PICTURE), Image.new("RGB", PICTURE.size, "black")]
 
@@ -67,7 +66,10 @@ GIF_FRAMES = [quantized(PICTURE), Image.new("RGB", PICTURE.size, "black")]
 CASES = {
     "baseline jpeg": (encode(PICTURE, "JPEG", quality=95), PICTURE, "JPEG"),
     "progressive jpeg": (encode(PICTURE, "JPEG", quality=95, progressive=True), PICTURE, "JPEG"),
-    "jpeg with icc profile": (encode(PICTURE, "JPEG", quality=95, icc_profile=SRGB_ICC),
+    # Stored with red and green exchanged, and a profile that says so: only a real colour
+    # conversion shows the picture.
+    "jpeg with icc profile": (encode(Image.merge("RGB", [PICTURE.getchannel(c) for c in "GRB"]),
+                                     "JPEG", quality=95, icc_profile=swapped_primaries_icc()),
                               PICTURE, "JPEG"),
     "jpeg with 60 KB exif": (encode(PICTURE, "JPEG", quality=95, exif=big_exif()),
                              PICTURE, "JPEG"),

@@ -8,7 +8,8 @@ from ocr_pipeline import imaging
 from ocr_pipeline.params import IMAGENET_MEAN, IMAGENET_STD
 
 from .conftest import DATA, IMAGES
-from .image_factory import encode, marker_image, png_header_only, with_orientation
+from .image_factory import (encode, marker_image, png_header_only, swapped_primaries_icc,
+                            with_orientation)
 
 WHITE = (255, 255, 255)
 
@@ -127,6 +128,14 @@ def test_gif_and_tiff_give_their_first_frame():
         data = encode(frames[0], fmt, save_all=True, append_images=frames[1:])
         red, green, blue = decode_pixels(data)[8, 8]
         assert red > 200 and blue < 50, fmt
+
+
+def test_an_embedded_icc_profile_is_converted_to_srgb():
+    red = Image.new("RGB", (16, 16), (255, 0, 0))
+    plain = decode_pixels(encode(red))
+    described = decode_pixels(encode(red, icc_profile=swapped_primaries_icc()))
+    assert tuple(plain[8, 8]) == (255, 0, 0)
+    assert tuple(described[8, 8]) == (0, 255, 0)      # its profile says this red is green
 
 
 @pytest.mark.parametrize("orientation", range(1, 9))

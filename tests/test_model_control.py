@@ -27,6 +27,7 @@ def private_triton(tmp_path_factory):
 @pytest.fixture
 def gateway(private_triton, settings):
     settings.TRITON_GRPC_URL = private_triton.grpc_url
+    settings.TRITON_METRICS_URL = private_triton.metrics_url
     return private_triton
 
 
@@ -36,9 +37,11 @@ def ocr(client, data=KOREAN):
 
 def test_models_endpoint_lists_versions_and_readiness(api_client, anonymous_client, gateway):
     assert anonymous_client.get("/api/models").status_code == 401
-    models = api_client.get("/api/models").json()["models"]
-    assert [(m["name"], m["version"], m["state"], m["ready"]) for m in models] == \
-        [(name, "1", "READY", True) for name in COMPOSING]
+    body = api_client.get("/api/models").json()
+    assert body["models"] == [{"name": name, "version": "1", "state": "READY", "ready": True}
+                              for name in COMPOSING]
+    assert sorted(body["engines"]) == ["craft v1", "refinenet v1"]
+    assert all(engine.startswith("openvino ") for engine in body["engines"].values())
 
 
 def test_management_command_unloads_and_loads(gateway, capsys):

@@ -66,7 +66,9 @@ def test_killed_triton_gives_503_then_recovers_in_the_same_process(api_client,
 
 
 def test_deadline_gives_504(api_client, gateway, settings):
-    settings.TRITON_TIMEOUT_S = 0.001
+    # The request reaches Triton and is being computed (~0.7 s on this CPU) when the
+    # gateway's deadline passes.
+    settings.TRITON_TIMEOUT_S = 0.25
     response = ocr(api_client)
     assert response.status_code == 504
     assert response.json()["error"]["code"] == "inference_timeout"
@@ -84,3 +86,19 @@ def test_unloaded_ensemble_gives_503_and_not_ready(api_client, anonymous_client,
         control.load_model("ensemble_ocr")
         control.close()
     assert ocr(api_client).status_code == 200
+
+
+def test_shared_memory_is_registered_again_after_triton_restarts(api_client, gateway, settings):
+    settings.TRITON_SHARED_MEMORY = True
+    assert ocr(api_client).status_code == 200            # region registered, image sent in it
+    status = grpcclient.InferenceServerClient(gateway.grpc_url)
+    assert len(status.get_system_shared_memory_status(as_json=True).get("regions", {})) == 1
+    status.close()
+
+    gateway.kill()
+    gateway.start()                                      # a new Triton knows no regions
+    assert ocr(api_client).status_code == 200            # lost: sent in the message instead
+    assert ocr(api_client).status_code == 200            # and the region registered again
+    status = grpcclient.InferenceServerClient(gateway.grpc_url)
+    assert len(status.get_system_shared_memory_status(as_json=True).get("regions", {})) == 1
+    status.close()

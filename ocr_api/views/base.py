@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from django.conf import settings
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.parsers import MultiPartParser
 from rest_framework.views import APIView
@@ -47,17 +48,26 @@ class OcrEndpoint(APIView):
     # Quota first: it raises at once, and a refused image must not enter the rate window.
     throttle_classes = [DailyQuotaThrottle, ApiKeyRateThrottle]
 
-    #: Most images one request may carry (the Content-Length check scales with it).
-    max_images = 1
-
     def initial(self, request, *args, **kwargs):
         self.started = time.perf_counter()
         self.records: list[audit.AuditRecord] = []
         metrics.IN_FLIGHT.inc()
         self._in_flight = True
-        # Refuse an oversized body from its header before anything reads it.
-        uploads.check_declared_length(request, images=self.max_images)
         super().initial(request, *args, **kwargs)
+
+    def check_throttles(self, request):
+        """After authentication, before throttling (which may count images): refuse what
+        can be refused from the headers alone, without reading the body."""
+        self.check_before_throttling(request)
+        super().check_throttles(request)
+
+    def check_before_throttling(self, request) -> None:
+        """Refuse an oversized body from its Content-Length header.
+
+        Raises:
+            errors.PayloadTooLarge: see :func:`ocr_api.uploads.check_declared_length`.
+        """
+        uploads.check_declared_length(request, settings.OCR_MAX_UPLOAD_BYTES)
 
     def new_record(self) -> audit.AuditRecord:
         """An audit record for one image of this request (also added to ``self.records``)."""
@@ -81,7 +91,10 @@ class OcrEndpoint(APIView):
         code = (data.get("error") or {}).get("code", "")
         records = self.records or [self.new_record()]
         total_ms = self.elapsed_ms()
-        api_key = request.auth if isinstance(request.auth, ApiKey) else None
+        # _auth, not auth: reading .auth would run authentication now, and raise again if it
+        # is what failed (or never ran because the request was refused first).
+        auth = getattr(request, "_auth", None)
+        api_key = auth if isinstance(auth, ApiKey) else None
         for record in records:
             if not record.http_status:
                 record.http_status, record.error_code = response.status_code, code

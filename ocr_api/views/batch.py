@@ -33,7 +33,8 @@ class BatchResponseSerializer(serializers.Serializer):
 
 
 class OcrBatchView(OcrEndpoint):
-    """Detect text in up to ``OCR_BATCH_MAX_IMAGES`` images sent as multipart ``images`` fields.
+    """Detect text in up to ``OCR_BATCH_MAX_IMAGES`` images sent as multipart ``images`` fields
+    (at most ``OCR_BATCH_MAX_UPLOAD_BYTES`` together).
 
     Each image is validated on its own and the valid ones go to Triton concurrently; results
     come back in the order sent, each with its own status and error, so one bad image does not
@@ -43,12 +44,29 @@ class OcrBatchView(OcrEndpoint):
     endpoint = "ocr_batch"
     parser_classes = [MultiPartParser]
 
-    @property
-    def max_images(self) -> int:
-        return settings.OCR_BATCH_MAX_IMAGES
+    def check_before_throttling(self, request) -> None:
+        """Refuse an oversized body from its header, then a batch with no or too many images,
+        so that throttling only ever charges a batch that will be processed.
+
+        Raises:
+            errors.PayloadTooLarge: over ``OCR_BATCH_MAX_UPLOAD_BYTES`` (declared or read).
+            errors.MissingImage: no ``images`` field.
+            errors.TooManyImages: more than ``OCR_BATCH_MAX_IMAGES``.
+        """
+        uploads.check_declared_length(request, settings.OCR_BATCH_MAX_UPLOAD_BYTES)
+        files = request.FILES.getlist("images")
+        if not files:
+            raise errors.MissingImage("Send the images as one or more multipart fields 'images'.")
+        if len(files) > settings.OCR_BATCH_MAX_IMAGES:
+            raise errors.TooManyImages(f"{len(files)} images sent; at most "
+                                       f"{settings.OCR_BATCH_MAX_IMAGES} per request.")
+        total = sum(upload.size for upload in files)
+        if total > settings.OCR_BATCH_MAX_UPLOAD_BYTES:
+            raise errors.PayloadTooLarge(f"The images are {total} bytes together; the limit is "
+                                         f"{settings.OCR_BATCH_MAX_UPLOAD_BYTES}.")
 
     def throttle_cost(self, request) -> int:
-        return max(1, len(request.FILES.getlist("images")))
+        return len(request.FILES.getlist("images"))
 
     @extend_schema(
         operation_id="ocr_batch",
@@ -62,12 +80,7 @@ class OcrBatchView(OcrEndpoint):
                       for code in (400, 401, 403, 413, 415, 429, 500)}},
     )
     def post(self, request):
-        files = request.FILES.getlist("images")
-        if not files:
-            raise errors.MissingImage("Send the images as one or more multipart fields 'images'.")
-        if len(files) > self.max_images:
-            raise errors.TooManyImages(
-                f"{len(files)} images sent; at most {self.max_images} per request.")
+        files = request.FILES.getlist("images")  # counted and sized by check_before_throttling
         parameters = uploads.parameters(request, file_fields=("images",))
 
         results: list[dict] = []

@@ -9,7 +9,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ..triton_client import get_client
-from ..triton_metrics import engine_info
 
 
 class HealthView(APIView):
@@ -37,8 +36,6 @@ class ReadyView(APIView):
         ready = client.is_ready()
         body = {"status": "ready" if ready else "unavailable",
                 "model": {"name": client.model, "ready": ready}}
-        if ready:
-            body["engines"] = engine_info(settings.TRITON_METRICS_URL, timeout_s=1.0)
         response = Response(body, status=status.HTTP_200_OK if ready
                             else status.HTTP_503_SERVICE_UNAVAILABLE)
         if not ready:

@@ -8,6 +8,7 @@ from rest_framework.views import APIView
 
 from .. import errors
 from ..model_control import ModelControl, ModelControlError
+from ..triton_metrics import engine_info
 
 
 class ModelStateSerializer(serializers.Serializer):
@@ -15,15 +16,21 @@ class ModelStateSerializer(serializers.Serializer):
     version = serializers.CharField(help_text="Version folder; empty if never loaded.")
     state = serializers.CharField(help_text="READY, UNAVAILABLE, LOADING, UNLOADING or empty.")
     ready = serializers.BooleanField()
-    reason = serializers.CharField(help_text="Why the model is not ready, if it is not.")
 
 
 class ModelListSerializer(serializers.Serializer):
     models = ModelStateSerializer(many=True)
+    engines = serializers.DictField(
+        child=serializers.CharField(),
+        help_text="Engine and precision of each cpu-flavour network, e.g. "
+                  "{\"craft v1\": \"openvino 2026.4.1 BF16 LATENCY\"}; empty on GPU.")
 
 
 class ModelsView(APIView):
-    """List Triton's repository index (API key required)."""
+    """List Triton's repository index and the CPU engines in use (API key required).
+
+    Triton's reasons for a model not being ready (paths, exceptions) stay out of the answer:
+    operators see them in ``manage.py triton_models`` and the admin page."""
 
     @extend_schema(operation_id="models", summary="Served models and versions",
                    responses={200: ModelListSerializer})
@@ -33,6 +40,7 @@ class ModelsView(APIView):
         except ModelControlError as exc:
             raise errors.InferenceUnavailable(
                 retry_after=settings.TRITON_RETRY_AFTER_S) from exc
-        return Response({"models": [
-            {"name": m.name, "version": m.version, "state": m.state, "ready": m.ready,
-             "reason": m.reason} for m in index]})
+        return Response({
+            "models": [{"name": m.name, "version": m.version, "state": m.state,
+                        "ready": m.ready} for m in index],
+            "engines": engine_info(settings.TRITON_METRICS_URL, timeout_s=1.0)})

@@ -27,6 +27,9 @@ else:
     register_heif_opener()
 
 _SRGB_PROFILE = ImageCms.createProfile("sRGB")
+#: The formats the service accepts (the gateway sniffs the same list); Pillow's other readers
+#: (EPS, PSD, ...) are never tried on untrusted bytes.
+ACCEPTED_FORMATS = ("JPEG", "PNG", "WEBP", "BMP", "TIFF", "GIF", "HEIF")
 _ALPHA_MODES = {"RGBA", "LA", "RGBa", "La"}
 
 
@@ -75,7 +78,7 @@ def decode_image(data: bytes, max_pixels: int | None = None) -> Image.Image:
             # The explicit max_pixels check below replaces Pillow's warning; Pillow's own
             # error (past twice its default limit) is still mapped to ImageTooLargeError.
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            image = Image.open(io.BytesIO(data))
+            image = Image.open(io.BytesIO(data), formats=ACCEPTED_FORMATS)
             if max_pixels is not None and image.width * image.height > max_pixels:
                 raise ImageTooLargeError(
                     f"image is {image.width}x{image.height}, more than {max_pixels} pixels"
@@ -114,7 +117,8 @@ def to_rgb(image: Image.Image) -> Image.Image:
 
 
 def _high_depth_to_l(image: Image.Image) -> Image.Image:
-    """Scale a 16/32-bit or float grayscale image to 8-bit ``L``."""
+    """16-bit (and 32-bit integer) grayscale scaled from 0..65535 to 8-bit ``L``; float
+    grayscale clipped to 0..255."""
     array = np.asarray(image)
     if image.mode == "F":
         scaled = np.clip(array, 0.0, 255.0)

@@ -5,14 +5,16 @@ The defaults are those of the reference CRAFT implementation (clovaai/CRAFT-pyto
 reference outputs in ``tests/data/reference/``.
 """
 
+import os
+
 DEFAULT_TEXT_THRESHOLD = 0.7
 DEFAULT_LINK_THRESHOLD = 0.4
 DEFAULT_LOW_TEXT = 0.4
 DEFAULT_LONG_SIDE = 1280
 DEFAULT_REFINE = True
 
-#: Bounds on ``long_side`` (pixels). Below 64 CRAFT sees nothing useful; above 2560 a single
-#: request needs several GB of activations.
+#: Default bounds on ``long_side`` (pixels). Below 64 CRAFT sees nothing useful; above 2560 a
+#: single request needs several GB of activations.
 MIN_LONG_SIDE = 64
 MAX_LONG_SIDE = 2560
 
@@ -42,17 +44,27 @@ def threshold(value, default: float, name: str) -> float:
     return number
 
 
-def long_side(value, default: int = DEFAULT_LONG_SIDE) -> int:
-    """``long_side`` from an optional ``[1]`` tensor, checked against the bounds.
+def long_side_bounds(environ=os.environ) -> tuple[int, int]:
+    """``(minimum, maximum)`` of ``long_side``: ``OCR_LONG_SIDE_MIN`` / ``OCR_LONG_SIDE_MAX``
+    from the environment — the same variables the gateway validates requests with — or
+    :data:`MIN_LONG_SIDE` / :data:`MAX_LONG_SIDE`."""
+    return (int(environ.get("OCR_LONG_SIDE_MIN") or MIN_LONG_SIDE),
+            int(environ.get("OCR_LONG_SIDE_MAX") or MAX_LONG_SIDE))
+
+
+def long_side(value, default: int = DEFAULT_LONG_SIDE,
+              bounds: tuple[int, int] = (MIN_LONG_SIDE, MAX_LONG_SIDE)) -> int:
+    """``long_side`` from an optional ``[1]`` tensor, checked against ``bounds`` (pixels).
 
     Raises:
-        ValueError: outside [MIN_LONG_SIDE, MAX_LONG_SIDE].
+        ValueError: outside ``bounds``.
     """
     if value is None:
         return default
     number = int(value.reshape(-1)[0])
-    if not MIN_LONG_SIDE <= number <= MAX_LONG_SIDE:
-        raise ValueError(f"LONG_SIDE must be in [{MIN_LONG_SIDE}, {MAX_LONG_SIDE}], got {number}")
+    low, high = bounds
+    if not low <= number <= high:
+        raise ValueError(f"long_side must be in [{low}, {high}], got {number}")
     return number
 
 

@@ -7,6 +7,7 @@ it with a ready-to-paste curl command. Ctrl-C (or SIGTERM) stops gunicorn, then 
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -17,6 +18,17 @@ from django.core.management.base import BaseCommand, CommandError
 
 from ocr_api.embedded_triton import EmbeddedTriton, TritonStartError
 from ocr_api.models import ApiKey
+
+
+def _port_is_free(port: int) -> bool:
+    """Nothing listens on ``port`` (any interface) right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+    return True
 
 
 def _interrupt(signum, frame):
@@ -48,6 +60,13 @@ class Command(BaseCommand):
             # Compiled OpenVINO models are cached so that restarts do not recompile.
             env={"OCR_ENGINE_CACHE_DIR": os.environ.get(
                 "OCR_ENGINE_CACHE_DIR", str(settings.VAR_DIR / "cache" / "openvino"))})
+        busy = [f"{name} {number}" for name, number in (
+            ("HTTP_PORT", port), ("TRITON_GRPC_PORT", triton_grpc_port),
+            ("TRITON_HTTP_PORT", triton_http_port), ("TRITON_METRICS_PORT", triton_metrics_port))
+            if not _port_is_free(number)]
+        if busy:
+            raise CommandError(f"port in use: {', '.join(busy)}. Stop what uses it, or choose "
+                               f"other ports with these environment variables.")
         signal.signal(signal.SIGTERM, _interrupt)
         self.stdout.write(f"Starting Triton (gRPC :{triton.grpc_port}, HTTP :{triton.http_port}, "
                           f"metrics :{triton.metrics_port}); log: {log_path}")
@@ -63,10 +82,13 @@ class Command(BaseCommand):
             env = dict(os.environ, HTTP_PORT=str(port), TRITON_GRPC_URL=triton.grpc_url,
                        TRITON_METRICS_URL=triton.metrics_url,
                        PROMETHEUS_MULTIPROC_DIR=str(settings.VAR_DIR / "prometheus"))
+            # A session of its own: Ctrl-C reaches this command only, which then stops gunicorn
+            # with one SIGTERM (gthread workers that get both SIGINT and the master's SIGQUIT
+            # can hang on shutdown).
             gunicorn = subprocess.Popen(
                 [sys.executable, "-m", "gunicorn", "-c",
                  str(settings.BASE_DIR / "deploy" / "gunicorn.conf.py"), "gateway.wsgi"],
-                cwd=settings.BASE_DIR, env=env)
+                cwd=settings.BASE_DIR, env=env, start_new_session=True)
             self._wait_http(f"http://127.0.0.1:{port}/api/health", gunicorn)
             _, key = ApiKey.objects.create_key(name="make serve demo", owner="local")
             self.stdout.write(self.style.SUCCESS(f"\nGateway ready on http://localhost:{port}"))
@@ -77,7 +99,8 @@ class Command(BaseCommand):
                 f"-F image=@tests/data/images/korean.png http://localhost:{port}/api/ocr\n"
                 f"API docs: http://localhost:{port}/api/docs   Stop: Ctrl-C\n")
             self.stdout.flush()
-            gunicorn.wait()
+            if gunicorn.wait() != 0:
+                raise CommandError(f"gunicorn exited with code {gunicorn.returncode}")
         except KeyboardInterrupt:
             self.stdout.write("\nStopping...")
         finally:

@@ -17,11 +17,11 @@ class TritonPythonModel:
     def _one(self, request):
         try:
             text_threshold = params.threshold(optional_input(request, "TEXT_THRESHOLD"),
-                                              params.DEFAULT_TEXT_THRESHOLD, "TEXT_THRESHOLD")
+                                              params.DEFAULT_TEXT_THRESHOLD, "text_threshold")
             link_threshold = params.threshold(optional_input(request, "LINK_THRESHOLD"),
-                                              params.DEFAULT_LINK_THRESHOLD, "LINK_THRESHOLD")
+                                              params.DEFAULT_LINK_THRESHOLD, "link_threshold")
             low_text = params.threshold(optional_input(request, "LOW_TEXT"),
-                                        params.DEFAULT_LOW_TEXT, "LOW_TEXT")
+                                        params.DEFAULT_LOW_TEXT, "low_text")
         except ValueError as exc:
             return invalid_argument("invalid_parameter", str(exc))
         refine = params.flag(optional_input(request, "REFINE"), params.DEFAULT_REFINE)

@@ -22,7 +22,9 @@ class TritonPythonModel:
         if canvas not in ("fit", "square"):
             raise ValueError(f"canvas must be 'fit' or 'square', not {canvas!r}")
         self.square_canvas = canvas == "square"
-        pb_utils.Logger.log_info(f"preprocess: canvas {canvas}, max_pixels {self.max_pixels}")
+        self.long_side_bounds = params.long_side_bounds()
+        pb_utils.Logger.log_info(f"preprocess: canvas {canvas}, max_pixels {self.max_pixels}, "
+                                 f"long_side in {self.long_side_bounds}")
 
     def execute(self, requests):
         return [self._one(request) for request in requests]
@@ -30,7 +32,8 @@ class TritonPythonModel:
     def _one(self, request):
         data = optional_input(request, "IMAGE_BYTES").reshape(-1)[0]
         try:
-            side = params.long_side(optional_input(request, "LONG_SIDE"))
+            side = params.long_side(optional_input(request, "LONG_SIDE"),
+                                    bounds=self.long_side_bounds)
             prepared = imaging.prepare_image(bytes(data), side, max_pixels=self.max_pixels,
                                              square_canvas=self.square_canvas)
         except imaging.ImageTooLargeError as exc:
