@@ -32,7 +32,7 @@ def _port_is_free(port: int) -> bool:
 
 
 def _interrupt(signum, frame):
-    """SIGTERM handler: stop the same way as Ctrl-C."""
+    """SIGINT / SIGTERM handler: unwind into the clean stop of :meth:`Command.handle`."""
     raise KeyboardInterrupt
 
 
@@ -67,7 +67,10 @@ class Command(BaseCommand):
         if busy:
             raise CommandError(f"port in use: {', '.join(busy)}. Stop what uses it, or choose "
                                f"other ports with these environment variables.")
+        # Both stop cleanly; SIGINT explicitly too, since a shell that starts a command in the
+        # background leaves SIGINT ignored for it.
         signal.signal(signal.SIGTERM, _interrupt)
+        signal.signal(signal.SIGINT, _interrupt)
         self.stdout.write(f"Starting Triton (gRPC :{triton.grpc_port}, HTTP :{triton.http_port}, "
                           f"metrics :{triton.metrics_port}); log: {log_path}")
         gunicorn = None
