@@ -36,7 +36,6 @@ class CountingStub:
         self._lock = threading.Lock()
         self.sent = 0
         self.received = 0
-        self.calls = 0
 
     @classmethod
     def install(cls, client) -> "CountingStub":
@@ -65,7 +64,6 @@ class CountingStub:
         with self._lock:
             self.sent += request.ByteSize()
             self.received += response.ByteSize()
-            self.calls += 1
         return response
 
     def __getattr__(self, name):

@@ -57,8 +57,3 @@ def per_request(before: dict, after: dict, requests: int) -> dict[str, dict]:
             / max(requests, 1)
         result[name] = entry
     return result
-
-
-def compute_ms(stats: dict[str, dict], models: tuple[str, ...]) -> float:
-    """Sum of ``compute_infer`` per request (ms) over ``models`` (absent ones count 0)."""
-    return sum(stats.get(m, {}).get("compute_infer_ms", 0.0) for m in models)

@@ -116,10 +116,6 @@ class EmbeddedTriton:
         return f"{self._host}:{self.grpc_port}"
 
     @property
-    def http_url(self) -> str:
-        return f"http://{self._host}:{self.http_port}"
-
-    @property
     def metrics_url(self) -> str:
         return f"http://{self._host}:{self.metrics_port}/metrics"
 

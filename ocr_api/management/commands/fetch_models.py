@@ -2,7 +2,12 @@
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
-from ocr_pipeline.weights import DEFAULT_CACHE_DIR, WeightsError, fetch_weights
+
+try:  # the model repository's package; the gateway-only image does not carry it
+    from ocr_pipeline.weights import DEFAULT_CACHE_DIR, WeightsError, fetch_weights
+except ImportError:  # pragma: no cover - depends on the installation
+    fetch_weights = None
+    DEFAULT_CACHE_DIR = ""
 
 
 class Command(BaseCommand):
@@ -14,6 +19,9 @@ class Command(BaseCommand):
         parser.add_argument("--cache-dir", default=str(DEFAULT_CACHE_DIR))
 
     def handle(self, *args, model_version, cache_dir, **options):
+        if fetch_weights is None:
+            raise CommandError("ocr_pipeline is not installed here: pip install -e ./triton_models "
+                               "(the Triton image fetches its weights itself)")
         try:
             fetch_weights(settings.TRITON_MODEL_REPOSITORY, model_version, cache_dir,
                           log=self.stdout.write)
