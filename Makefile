@@ -6,16 +6,22 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test setup models clean
+.PHONY: serve test setup models clean check-serve check-test
+
+# What the operating system must provide, checked first (seconds), with the command to install
+# what is missing.
+check-serve:
+	@$(PYTHON) ocr_embedded/prerequisites.py serve
+check-test:
+	@$(PYTHON) ocr_embedded/prerequisites.py test
 
 $(BIN)/python:
-	$(PYTHON) -c 'import sys; sys.exit("Python >= 3.11 is required" if sys.version_info < (3, 11) else 0)'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # Reinstall when a dependency list changes.
-$(STAMP): $(BIN)/python pyproject.toml triton_models/pyproject.toml
-	$(BIN)/python -m pip install --quiet -e ".[embedded,test]" -e "./triton_models[cpu,eval]"
+$(STAMP): $(BIN)/python pyproject.toml triton_models/pyproject.toml contract/pyproject.toml
+	$(BIN)/python -m pip install --quiet -e ./contract -e ".[embedded,test]" -e "./triton_models[cpu,eval]"
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -23,10 +29,10 @@ setup: $(STAMP)
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py collectstatic --no-input --verbosity 0
 
-serve: setup
+serve: check-serve setup
 	$(BIN)/python manage.py serve_embedded
 
-test: setup
+test: check-test setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 clean:

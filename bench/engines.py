@@ -17,7 +17,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ocr_api.embedded_triton import EmbeddedTriton, free_port
+from ocr_embedded.launcher import EmbeddedTriton, free_port
 
 from .load import BenchImage, percentile
 from .machine import describe_cpu, machine_info

@@ -17,9 +17,11 @@ import http.client
 import json
 import time
 
-import numpy as np
 import tritonclient.grpc as grpcclient
-from ocr_pipeline import boxes, imaging, params
+from ocr_contract.tensors import ENSEMBLE
+from ocr_inference.requests import build_inputs, requested_outputs
+from ocr_contract.parameters import LINK_THRESHOLD, LOW_TEXT, TEXT_THRESHOLD
+from ocr_pipeline import boxes, imaging
 
 from .load import BenchImage, Sample
 from .traffic import CountingStub
@@ -33,10 +35,6 @@ MODE_DESCRIPTIONS = {
     "split": "client preprocesses, gRPC craft, gRPC refinenet, client extracts boxes",
     "inprocess": "HTTP POST -> gunicorn + Django view running the model in the worker",
 }
-
-#: The ensemble outputs the gateway asks for (ocr_api.triton_client.TritonClient.detect).
-ENSEMBLE_OUTPUTS = ("BOXES", "SCORES", "IMAGE_SIZE")
-
 
 class HttpCaller:
     """POSTs the image as multipart to ``path``.
@@ -131,14 +129,9 @@ class DirectCaller(_GrpcCaller):
     """
 
     def __call__(self, image: BenchImage) -> Sample:
-        tensor = grpcclient.InferInput("IMAGE_BYTES", [1], "BYTES")
-        tensor.set_data_from_numpy(np.array([image.data], dtype=object))
-        side = grpcclient.InferInput("LONG_SIDE", [1], "INT32")
-        side.set_data_from_numpy(np.array([self.long_side], dtype=np.int32))
+        inputs = build_inputs(image.data, {"long_side": self.long_side})
         self.counter.take()
-        result = self.client.infer(
-            "ensemble_ocr", [tensor, side],
-            outputs=[grpcclient.InferRequestedOutput(n) for n in ENSEMBLE_OUTPUTS])
+        result = self.client.infer(ENSEMBLE, inputs, outputs=requested_outputs())
         sent, received = self.counter.take()
         return Sample(image=image.name, boxes=int(result.as_numpy("BOXES").shape[0]),
                       sent_bytes=sent, received_bytes=received)
@@ -168,8 +161,8 @@ class SplitCaller(_GrpcCaller):
             grpcclient.InferRequestedOutput("y_refined")]).as_numpy("y_refined")
 
         t2 = time.perf_counter()
-        found, _ = boxes.detect_boxes(y[0, 0], refined[0, 0], params.DEFAULT_TEXT_THRESHOLD,
-                                      params.DEFAULT_LINK_THRESHOLD, params.DEFAULT_LOW_TEXT)
+        found, _ = boxes.detect_boxes(y[0, 0], refined[0, 0], TEXT_THRESHOLD.default,
+                                      LINK_THRESHOLD.default, LOW_TEXT.default)
         found = boxes.to_image_coordinates(found, prepared.ratio, prepared.width,
                                            prepared.height)
         t3 = time.perf_counter()

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from ocr_pipeline import boxes, imaging, params
+from ocr_contract.parameters import LINK_THRESHOLD, LONG_SIDE, LOW_TEXT, TEXT_THRESHOLD
+from ocr_pipeline import boxes, imaging
 from ocr_pipeline.engines import EngineOptions, load_engine
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -74,7 +75,7 @@ class InProcessPipeline:
         self.description = self.engines["craft"].description
         self._lock = threading.Lock()
 
-    def detect(self, data: bytes, long_side: int = params.DEFAULT_LONG_SIDE) -> PipelineResult:
+    def detect(self, data: bytes, long_side: int = LONG_SIDE.default) -> PipelineResult:
         """Detect text boxes in an encoded image (``long_side`` in pixels).
 
         Raises:
@@ -90,8 +91,8 @@ class InProcessPipeline:
             refined = self.engines["refinenet"]({"y": maps["y"], "feature": maps["feature"]})
             t4 = time.perf_counter()
         found, scores = boxes.detect_boxes(
-            maps["y"][0, 0], refined["y_refined"][0, 0], params.DEFAULT_TEXT_THRESHOLD,
-            params.DEFAULT_LINK_THRESHOLD, params.DEFAULT_LOW_TEXT)
+            maps["y"][0, 0], refined["y_refined"][0, 0], TEXT_THRESHOLD.default,
+            LINK_THRESHOLD.default, LOW_TEXT.default)
         found = boxes.to_image_coordinates(found, prepared.ratio, prepared.width, prepared.height)
         t5 = time.perf_counter()
         return PipelineResult(found, scores, {

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import tritonclient.grpc as grpcclient
 
-from ocr_api.embedded_triton import EmbeddedTriton, TritonStartError, free_port
+from ocr_embedded.launcher import EmbeddedTriton, TritonStartError, free_port
 
 from . import report, triton_stats
 from .load import BenchImage, make_callers, run_closed_loop

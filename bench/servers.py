@@ -1,7 +1,7 @@
 """The processes the benchmark starts: gunicorn servers (gateway, in-process baseline).
 
 Each runs the gateway's own ``deploy/gunicorn.conf.py`` (gthread workers) on a free port on
-127.0.0.1, with its output in a log file. Triton is ``ocr_api.embedded_triton.EmbeddedTriton``.
+127.0.0.1, with its output in a log file. Triton is ``ocr_embedded.launcher.EmbeddedTriton``.
 """
 
 from __future__ import annotations

@@ -2,12 +2,15 @@
 
 The defaults are the embedded development setup (``make serve``): SQLite and a Triton on
 localhost. Production sets at least ``DJANGO_SECRET_KEY``, ``DJANGO_ALLOWED_HOSTS``,
-``DATABASE_URL`` and ``TRITON_GRPC_URL``; every variable is listed in the README.
+``DATABASE_URL`` and ``TRITON_GRPC_URL``; every variable is listed, with its default, in
+``deploy/.env.example``.
 """
 
 from pathlib import Path
 
 import environ
+from ocr_contract import limits
+from ocr_contract.tensors import ENSEMBLE
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
@@ -55,7 +58,7 @@ SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 
 INSTALLED_APPS = [
-    "ocr_api.apps.OcrAdminConfig",  # django.contrib.admin with the Triton model page
+    "ocr_admin.apps.OcrAdminSiteConfig",  # django.contrib.admin with the gateway's own pages
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -66,6 +69,8 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "ocr_api",
+    "ocr_admin",
+    "ocr_ops",
 ]
 
 MIDDLEWARE = [
@@ -147,7 +152,8 @@ REST_FRAMEWORK = {
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "OCR gateway API",
-    "DESCRIPTION": "Text detection (CRAFT + LinkRefiner) served by NVIDIA Triton.",
+    "DESCRIPTION": "Find and read the text in images: CRAFT + LinkRefiner detection, "
+                   "PP-OCRv6 and Tesseract recognition, served by NVIDIA Triton.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
@@ -159,14 +165,14 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Triton -------------------------------------------------------------------------------
-#: gRPC target of Triton: ``host:port``, or ``dns:///triton-headless:8001`` for client-side
-#: round-robin over several Triton pods.
 #: The model repository served by the embedded Triton (and fetch_models' target).
 TRITON_MODEL_REPOSITORY = Path(env.str("TRITON_MODEL_REPOSITORY",
                                        default=str(BASE_DIR / "triton_models" / "repository")))
+#: gRPC target of Triton: ``host:port``, or ``dns:///triton-headless:8001`` for client-side
+#: round-robin over several Triton pods.
 TRITON_GRPC_URL = env.str("TRITON_GRPC_URL", default="localhost:8001")
-TRITON_MODEL = env.str("TRITON_MODEL", default="ensemble_ocr")
-#: Triton's Prometheus endpoint; /api/ready reports the cpu flavour's engines from it.
+TRITON_MODEL = env.str("TRITON_MODEL", default=ENSEMBLE)
+#: Triton's Prometheus endpoint; /api/models reports the cpu flavour's engines from it.
 TRITON_METRICS_URL = env.str("TRITON_METRICS_URL", default="http://localhost:8003/metrics")
 #: Deadline of one inference in seconds; past it the request answers 504.
 TRITON_TIMEOUT_S = env.float("TRITON_TIMEOUT_S", default=30.0)
@@ -182,15 +188,16 @@ TRITON_RETRY_AFTER_S = env.int("TRITON_RETRY_AFTER_S", default=5)
 OCR_AUDIT_RETENTION_DAYS = env.int("OCR_AUDIT_RETENTION_DAYS", default=90)
 
 # --- OCR request limits -------------------------------------------------------------------
-OCR_MAX_UPLOAD_BYTES = env.int("OCR_MAX_UPLOAD_BYTES", default=20 * 1024 * 1024)
-#: Most images in one ``POST /api/ocr/batch``, and most bytes of them together: a batch is
-#: held in a worker's memory several times over while it is inferred.
-OCR_BATCH_MAX_IMAGES = env.int("OCR_BATCH_MAX_IMAGES", default=8)
-OCR_BATCH_MAX_UPLOAD_BYTES = env.int("OCR_BATCH_MAX_UPLOAD_BYTES", default=40 * 1024 * 1024)
-OCR_MAX_PIXELS = env.int("OCR_MAX_PIXELS", default=40_000_000)
-OCR_MIN_IMAGE_SIDE = env.int("OCR_MIN_IMAGE_SIDE", default=8)
-OCR_LONG_SIDE_MIN = env.int("OCR_LONG_SIDE_MIN", default=64)
-OCR_LONG_SIDE_MAX = env.int("OCR_LONG_SIDE_MAX", default=2560)
+# Each limit (its variable, default and unit) is defined once, in ocr_contract.limits, and
+# read the same way by Triton's preprocess model.
+OCR_MAX_UPLOAD_BYTES = limits.MAX_UPLOAD_BYTES.read()
+#: A batch is held in a worker's memory several times over while it is inferred.
+OCR_BATCH_MAX_IMAGES = limits.BATCH_MAX_IMAGES.read()
+OCR_BATCH_MAX_UPLOAD_BYTES = limits.BATCH_MAX_UPLOAD_BYTES.read()
+OCR_MAX_PIXELS = limits.MAX_PIXELS.read()
+OCR_MIN_IMAGE_SIDE = limits.MIN_IMAGE_SIDE.read()
+OCR_LONG_SIDE_MIN = limits.LONG_SIDE_MIN.read()
+OCR_LONG_SIDE_MAX = limits.LONG_SIDE_MAX.read()
 
 #: Reverse proxies whose X-Forwarded-For is believed (addresses or CIDR networks).
 OCR_TRUSTED_PROXIES = env.list("OCR_TRUSTED_PROXIES", default=[])

@@ -66,7 +66,8 @@ class OcrRequestAdmin(admin.ModelAdmin):
     """The audit log: read-only, filterable by key, status, error code and date."""
 
     list_display = ("created", "request_id", "api_key", "endpoint", "http_status", "error_code",
-                    "image_format", "width", "height", "box_count", "total_ms", "inference_ms")
+                    "image_format", "width", "height", "box_count", "char_count", "total_ms",
+                    "inference_ms")
     list_filter = ("http_status", "error_code", "endpoint", "api_key",
                    ("created", admin.DateFieldListFilter))
     search_fields = ("request_id", "client_ip")

@@ -1,9 +1,9 @@
 from django.apps import AppConfig
-from django.contrib.admin import apps as admin_apps
 
 
 class OcrApiConfig(AppConfig):
-    """The OCR API: views, auth and throttling, audit log, admin, the Triton client."""
+    """The OCR API: views, serializers, authentication and throttling, errors, the audit log
+    (and its admin), and the Django side of the Triton client."""
 
     name = "ocr_api"
     verbose_name = "OCR API"
@@ -11,10 +11,3 @@ class OcrApiConfig(AppConfig):
 
     def ready(self):
         from . import schema  # noqa: F401 - registers the OpenAPI auth extension
-
-
-class OcrAdminConfig(admin_apps.AdminConfig):
-    """Django admin, with :class:`ocr_api.admin_site.OcrAdminSite` as the default site."""
-
-    default = False
-    default_site = "ocr_api.admin_site.OcrAdminSite"

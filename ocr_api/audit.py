@@ -1,14 +1,22 @@
-"""Audit log writes: one :class:`~ocr_api.models.OcrRequest` row per OCR request."""
+"""The audit log and the gateway's metrics of OCR requests: one
+:class:`~ocr_api.models.OcrRequest` row per image, on success and on every refusal.
+
+A view makes a :class:`RequestRecorder` when it starts handling a request, adds one
+:class:`AuditRecord` per image as it learns about them, and calls
+:meth:`RequestRecorder.finish` with the response, whatever the response is.
+"""
 
 from __future__ import annotations
 
 import functools
 import ipaddress
 import logging
+import time
 from dataclasses import asdict, dataclass, field
 
 from django.conf import settings
 
+from . import metrics
 from .models import ApiKey, OcrRequest
 
 logger = logging.getLogger(__name__)
@@ -29,10 +37,65 @@ class AuditRecord:
     http_status: int = 0
     error_code: str = ""
     box_count: int | None = None
+    char_count: int | None = None
     total_ms: float | None = None
     inference_ms: float | None = None
     model_name: str = ""
     model_version: str = ""
+
+
+class RequestRecorder:
+    """Audit rows and metrics of one request to an OCR endpoint.
+
+    Making one starts the clock and counts the request in ``ocr_requests_in_flight``;
+    :meth:`finish` writes the rows, observes the metrics and counts it out.
+
+    Args:
+        request: the request (Django's or DRF's), after :class:`~ocr_api.middleware.RequestIdMiddleware`.
+        endpoint: the endpoint's name in rows and metrics (``ocr``, ``ocr_batch``).
+
+    Attributes:
+        api_key: the key the request authenticated with; set by the view once known.
+        records: one :class:`AuditRecord` per image, made by :meth:`new_record`.
+    """
+
+    def __init__(self, request, endpoint: str):
+        self.request_id = request.request_id
+        self.endpoint = endpoint
+        self.client_ip = client_ip(request)
+        self.api_key: ApiKey | None = None
+        self.records: list[AuditRecord] = []
+        self._started = time.perf_counter()
+        metrics.IN_FLIGHT.inc()
+
+    def new_record(self) -> AuditRecord:
+        """A record for the next image of this request."""
+        record = AuditRecord(request_id=self.request_id, endpoint=self.endpoint,
+                             client_ip=self.client_ip)
+        self.records.append(record)
+        return record
+
+    def elapsed_ms(self) -> float:
+        """Milliseconds since the request reached the view, to 0.1 ms."""
+        return round((time.perf_counter() - self._started) * 1000.0, 1)
+
+    def finish(self, status: int, error_code: str) -> None:
+        """Write one row per image (one row when no image was looked at) and the metrics.
+
+        Args:
+            status, error_code: the response's; records without their own (a batch's
+                per-image outcomes) take these.
+        """
+        metrics.IN_FLIGHT.dec()
+        total_ms = self.elapsed_ms()
+        for record in self.records or [self.new_record()]:
+            if not record.http_status:
+                record.http_status, record.error_code = status, error_code
+            record.total_ms = total_ms
+            write(record, self.api_key)
+            metrics.observe_image(self.endpoint, record.http_status, record.error_code,
+                                  record.inference_ms)
+        metrics.REQUEST_SECONDS.labels(self.endpoint).observe(total_ms / 1000.0)
 
 
 def write(record: AuditRecord, api_key: ApiKey | None) -> None:

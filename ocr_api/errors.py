@@ -4,7 +4,8 @@ Every error answer, whatever raised it (DRF, Django, Triton, a bug), is JSON of 
 
     {"request_id": "3f2c...", "error": {"code": "image_undecodable", "message": "..."}}
 
-``code`` is stable and machine-readable (listed in the README and the OpenAPI schema);
+``code`` is stable and machine-readable (:data:`ocr_contract.errors.ERROR_CODES`, listed in
+the README and the OpenAPI schema);
 ``message`` is for humans; ``field`` is added when one request parameter is at fault. No stack
 trace, path or internal address ever reaches a client.
 """
@@ -20,17 +21,30 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from ocr_contract.errors import ERROR_CODES
+from ocr_inference.errors import InferenceError, InferenceRefused
+from ocr_inference.errors import InferenceTimeout as InferenceTimeoutError
+
 logger = logging.getLogger(__name__)
 
 
 class ApiError(exceptions.APIException):
-    """An API error with a stable ``code``. Subclasses set ``status_code`` and ``default_code``.
+    """An API error with a stable code. Subclasses set ``default_code``; their HTTP status is
+    the code's in :data:`ocr_contract.errors.ERROR_CODES`.
 
     Args:
         message: human-readable explanation (defaults to ``default_detail``).
         field: the request parameter at fault, if any.
         retry_after: seconds for the ``Retry-After`` header (429, 503).
     """
+
+    #: code -> the ApiError subclass answering it.
+    by_code: dict[str, type["ApiError"]] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.status_code = ERROR_CODES[cls.default_code]
+        ApiError.by_code[cls.default_code] = cls
 
     def __init__(self, message: str | None = None, *, field: str | None = None,
                  retry_after: int | None = None):
@@ -40,75 +54,81 @@ class ApiError(exceptions.APIException):
 
 
 class InvalidParameter(ApiError):
-    status_code = status.HTTP_400_BAD_REQUEST
     default_code = "invalid_parameter"
     default_detail = "A request parameter is invalid."
 
 
 class MissingImage(ApiError):
-    status_code = status.HTTP_400_BAD_REQUEST
     default_code = "missing_image"
     default_detail = "Send the image as multipart field 'image' or as a raw image/* body."
 
 
 class TooManyImages(ApiError):
-    status_code = status.HTTP_400_BAD_REQUEST
     default_code = "too_many_images"
     default_detail = "Too many images in one batch request."
 
 
 class ImageUndecodable(ApiError):
-    status_code = status.HTTP_400_BAD_REQUEST
     default_code = "image_undecodable"
     default_detail = "The image data is corrupt or truncated and cannot be decoded."
 
 
 class ImageTooSmall(ApiError):
-    status_code = status.HTTP_400_BAD_REQUEST
     default_code = "image_too_small"
     default_detail = "The image is too small to contain readable text."
 
 
 class PayloadTooLarge(ApiError):
-    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_code = "payload_too_large"
     default_detail = "The request body is larger than the upload limit."
 
 
 class ImageTooLarge(ApiError):
-    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_code = "image_too_large"
     default_detail = "The image has more pixels than the limit."
 
 
 class UnsupportedImageFormat(ApiError):
-    status_code = status.HTTP_415_UNSUPPORTED_MEDIA_TYPE
     default_code = "unsupported_media_type"
     default_detail = "The body is not an image in a supported format."
 
 
 class QuotaExceeded(ApiError):
-    status_code = status.HTTP_429_TOO_MANY_REQUESTS
     default_code = "quota_exceeded"
     default_detail = "The key's daily quota is used up."
 
 
 class InferenceUnavailable(ApiError):
-    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
     default_code = "inference_unavailable"
     default_detail = "The inference server is unavailable; retry later."
 
 
 class InferenceTimeout(ApiError):
-    status_code = status.HTTP_504_GATEWAY_TIMEOUT
     default_code = "inference_timeout"
     default_detail = "The inference server did not answer in time."
 
 
 class InferenceFailed(ApiError):
-    status_code = status.HTTP_502_BAD_GATEWAY
     default_code = "inference_failed"
     default_detail = "The inference server failed to process the image."
+
+
+def from_inference(error: InferenceError, retry_after: int) -> ApiError:
+    """The API error for a failed inference, chosen by its code.
+
+    A model's refusal keeps the model's message and field; Triton's own failures (unreachable,
+    crashed) get the generic message, so no internal address or trace reaches a client.
+
+    Args:
+        error: what :mod:`ocr_inference` raised.
+        retry_after: seconds for ``Retry-After`` on 503 ``inference_unavailable``.
+    """
+    klass = ApiError.by_code.get(error.code, InferenceFailed)
+    if isinstance(error, InferenceRefused):
+        return klass(str(error), field=error.field)
+    if isinstance(error, InferenceTimeoutError):
+        return klass(str(error))
+    return klass(retry_after=retry_after if klass is InferenceUnavailable else None)
 
 
 #: Stable codes for DRF's own exceptions (their default codes, made explicit and stable).
@@ -124,32 +144,6 @@ _DRF_CODES = {
     exceptions.ValidationError: "invalid_parameter",
     exceptions.Throttled: "rate_limited",
 }
-
-#: Every code the API can answer with, and its HTTP status (README and OpenAPI list these).
-ERROR_CODES: dict[str, int] = {
-    "invalid_parameter": 400,
-    "missing_image": 400,
-    "too_many_images": 400,
-    "malformed_request": 400,
-    "image_undecodable": 400,
-    "image_too_small": 400,
-    "not_authenticated": 401,
-    "authentication_failed": 401,
-    "permission_denied": 403,
-    "not_found": 404,
-    "method_not_allowed": 405,
-    "not_acceptable": 406,
-    "payload_too_large": 413,
-    "image_too_large": 413,
-    "unsupported_media_type": 415,
-    "rate_limited": 429,
-    "quota_exceeded": 429,
-    "internal_error": 500,
-    "inference_failed": 502,
-    "inference_unavailable": 503,
-    "inference_timeout": 504,
-}
-
 
 def error_body(request, code: str, message: str, field: str | None = None) -> dict:
     """The JSON body of an error answer."""

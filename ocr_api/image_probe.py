@@ -1,8 +1,9 @@
 """Cheap image validation in the gateway: sniff the format from the bytes, read the header.
 
-Nothing here decodes pixels; the real decode happens once, in Triton's ``preprocess`` model.
-The format is recognised by Pillow's own per-format signature checks (and pillow-heif's for
-HEIC/HEIF), never by file name or Content-Type.
+Nothing here decodes pixels or looks at orientation: the real decode (and the upright size the
+answer reports) happens once, in Triton's ``preprocess`` model. The format is recognised by
+Pillow's own per-format signature checks (and pillow-heif's for HEIC/HEIF), never by file
+name or Content-Type; the accepted formats are :data:`ocr_contract.formats.ACCEPTED_FORMATS`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import io
 import warnings
 from dataclasses import dataclass
 
+from ocr_contract.formats import ACCEPTED_FORMATS, ACCEPTED_FORMATS_TEXT, reported_name
 from PIL import Image
 from pillow_heif import register_heif_opener
 
@@ -19,37 +21,19 @@ from . import errors
 register_heif_opener()
 Image.init()
 
-#: Pillow format names the API accepts, in the order they are tried.
-ACCEPTED_FORMATS = ("JPEG", "PNG", "WEBP", "BMP", "TIFF", "GIF", "HEIF")
-ACCEPTED_FORMATS_TEXT = "JPEG, PNG, WEBP, BMP, TIFF, GIF, HEIC/HEIF"
+#: Bytes every accepted format's signature check needs at most.
 _SNIFF_BYTES = 64
-
-#: EXIF orientations that swap width and height (rotations by 90 or 270 degrees).
-_TRANSPOSED_ORIENTATIONS = {5, 6, 7, 8}
 
 
 @dataclass(frozen=True)
 class ImageInfo:
-    """What the header says. ``width``/``height`` in pixels, upright (EXIF applied). Only the
-    first frame or page is looked at: counting frames would walk the whole file."""
+    """What the header says: the format as the API reports it, and the stored width and height
+    in pixels (before any EXIF rotation). Only the first frame or page is looked at: counting
+    frames would walk the whole file."""
 
     format: str
     width: int
     height: int
-
-
-def _orientation(image: Image.Image) -> int:
-    """The EXIF orientation tag (1-8) without decoding pixels.
-
-    For PNG, Pillow's ``getexif()`` decodes the whole image to look for an eXIf chunk after
-    the pixel data; only a chunk before it (already parsed by ``open``) is read here.
-    """
-    if image.format == "PNG":
-        exif = Image.Exif()
-        if image.info.get("exif"):
-            exif.load(image.info["exif"])
-        return exif.get(0x0112, 1)
-    return image.getexif().get(0x0112, 1)
 
 
 def sniff_format(data: bytes) -> str | None:
@@ -71,7 +55,7 @@ def probe_image(data: bytes, max_pixels: int, min_side: int) -> ImageInfo:
         min_side: refuse images narrower or lower than this many pixels.
 
     Raises:
-        errors.UnsupportedImageFormat: empty, or not one of ``ACCEPTED_FORMATS`` (415).
+        errors.UnsupportedImageFormat: empty, or not an accepted format (415).
         errors.ImageUndecodable: a supported signature but an unreadable header (400).
         errors.ImageTooLarge: more than ``max_pixels`` pixels (413).
         errors.ImageTooSmall: a side under ``min_side`` pixels (400).
@@ -85,7 +69,6 @@ def probe_image(data: bytes, max_pixels: int, min_side: int) -> ImageInfo:
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             with Image.open(io.BytesIO(data), formats=[fmt]) as image:
                 width, height = image.size
-                orientation = _orientation(image)
     except Image.DecompressionBombError:
         raise errors.ImageTooLarge(f"The image has more than {max_pixels} pixels.")
     except Exception as exc:  # noqa: BLE001 - malformed headers make Pillow raise nearly anything
@@ -96,6 +79,4 @@ def probe_image(data: bytes, max_pixels: int, min_side: int) -> ImageInfo:
     if min(width, height) < min_side:
         raise errors.ImageTooSmall(
             f"The image is {width}x{height} pixels; each side must be at least {min_side}.")
-    if orientation in _TRANSPOSED_ORIENTATIONS:
-        width, height = height, width
-    return ImageInfo(format="HEIC" if fmt == "HEIF" else fmt, width=width, height=height)
+    return ImageInfo(format=reported_name(fmt), width=width, height=height)

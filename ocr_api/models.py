@@ -29,7 +29,9 @@ class ApiKey(AbstractAPIKey):
 class OcrRequest(models.Model):
     """One audited OCR request (one row per image), written on success and on every failure.
 
-    Images are never stored. Times are milliseconds; ``bytes_received`` is the image's size.
+    Images and the text read in them are never stored (text is often personal data: ID cards,
+    receipts): only ``char_count``, how many characters were read. Times are milliseconds;
+    ``bytes_received`` is the image's size.
     """
 
     request_id = models.CharField(max_length=64, db_index=True)
@@ -46,6 +48,8 @@ class OcrRequest(models.Model):
     http_status = models.PositiveSmallIntegerField(db_index=True)
     error_code = models.CharField(max_length=64, blank=True, db_index=True)
     box_count = models.PositiveIntegerField(null=True, blank=True)
+    char_count = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Characters read in the image (never the text).")
     total_ms = models.FloatField(null=True, blank=True)
     inference_ms = models.FloatField(null=True, blank=True)
     model_name = models.CharField(max_length=64, blank=True)

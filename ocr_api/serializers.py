@@ -1,15 +1,18 @@
-"""Request parameters and the response shapes of the OCR API (also the OpenAPI schema)."""
+"""Request parameters and the response shapes of the OCR API (also the OpenAPI schema).
+
+The parameters, their bounds and defaults, and the error codes come from :mod:`ocr_contract`.
+"""
 
 import math
 import re
 
 from django.conf import settings
-from django.core.validators import MaxValueValidator, MinValueValidator
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import OpenApiResponse, extend_schema_field
+from ocr_contract.errors import ERROR_CODES
+from ocr_contract.limits import Limit
+from ocr_contract.parameters import LANGUAGE, PARAMETERS, Parameter, ParameterError
 from rest_framework import serializers
-
-from .errors import ERROR_CODES
 
 
 #: Plain decimal notation, ASCII digits only (Python's float() would also take "1_0", "nan",
@@ -18,17 +21,21 @@ _DECIMAL = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
-class ThresholdField(serializers.FloatField):
-    """A decimal number strictly between 0 and 1 (NaN and infinities refused)."""
+class BoundedFloatField(serializers.FloatField):
+    """A decimal number strictly between ``low`` and ``high`` (NaN and infinities refused)."""
 
-    default_error_messages = {"range": "Must be a number strictly between 0 and 1."}
+    default_error_messages = {"range": "Must be a number strictly between {low:g} and {high:g}."}
+
+    def __init__(self, low: float, high: float, **kwargs):
+        super().__init__(**kwargs)
+        self.low, self.high = low, high
 
     def to_internal_value(self, data):
         if isinstance(data, str) and not _DECIMAL.fullmatch(data.strip()):
             self.fail("invalid")
         value = super().to_internal_value(data)
-        if not math.isfinite(value) or not 0.0 < value < 1.0:
-            self.fail("range")
+        if not math.isfinite(value) or not self.low < value < self.high:
+            self.fail("range", low=self.low, high=self.high)
         return value
 
 
@@ -59,38 +66,69 @@ class StrictBooleanField(serializers.Field):
         return bool(value)
 
 
-class OcrParametersSerializer(serializers.Serializer):
-    """Optional detection parameters, from the query string or form fields.
+class LanguageField(serializers.CharField):
+    """``auto`` or ISO 639-1 codes separated by commas (:func:`ocr_contract.languages.parse`);
+    the value becomes the normalised codes joined by commas (``"KO, en"`` -> ``"ko,en"``)."""
 
-    Unset parameters take the model's defaults (text_threshold 0.7, link_threshold 0.4,
-    low_text 0.4, long_side 1280, refine true). Unknown parameter names are refused so that a
-    typo does not silently fall back to a default.
+    def to_internal_value(self, data):
+        text = super().to_internal_value(data)
+        try:
+            return ",".join(LANGUAGE.check(text))
+        except ParameterError as exc:
+            raise serializers.ValidationError(str(exc).split(": ", 1)[1]) from None
+
+
+def _parameter_field(parameter: Parameter) -> serializers.Field:
+    """The serializer field for one parameter of :mod:`ocr_contract.parameters`: strict text
+    parsing by dtype, bounds from the contract, the contract's description and default."""
+    help_text = f"{parameter.description} Default {_shown(parameter.default)}."
+    if parameter.dtype == "FP32":
+        low, high = parameter.bounds(_setting)
+        return BoundedFloatField(low, high, required=False, help_text=help_text)
+    if parameter.dtype == "INT32":
+        low, high = parameter.bounds(_setting)
+        return StrictIntegerField(required=False, min_value=low, max_value=high,
+                                  help_text=help_text)
+    if parameter.dtype == "BOOL":
+        return StrictBooleanField(required=False, help_text=help_text)
+    if parameter is LANGUAGE:
+        return LanguageField(required=False, max_length=200, help_text=help_text)
+    raise TypeError(f"no serializer field for {parameter.name} ({parameter.dtype})")
+
+
+def _setting(limit: Limit) -> int:
+    """A limit's value in this gateway: the Django setting of the same name."""
+    return getattr(settings, limit.setting)
+
+
+def _shown(value) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+class OcrParametersSerializer(serializers.Serializer):
+    """Optional OCR parameters, from the query string or form fields: one field per parameter
+    of :data:`ocr_contract.parameters.PARAMETERS`.
+
+    Unset parameters are not sent: the model uses the contract's default. Unknown parameter
+    names are refused so that a typo does not silently fall back to a default. Bounds that are
+    limits (``long_side``) are the Django settings of the limits' names, read when the
+    serializer is made.
     """
 
-    text_threshold = ThresholdField(required=False,
-                                    help_text="Peak region score for a word, in (0, 1).")
-    link_threshold = ThresholdField(required=False,
-                                    help_text="Link score joining characters, in (0, 1).")
-    low_text = ThresholdField(required=False,
-                              help_text="Region score of a character pixel, in (0, 1).")
-    long_side = StrictIntegerField(required=False,
-                                   help_text="Long side of the resized image, pixels.")
-    refine = StrictBooleanField(required=False, help_text="Use the link refiner (default true).")
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        field = self.fields["long_side"]
-        field.min_value, field.max_value = settings.OCR_LONG_SIDE_MIN, settings.OCR_LONG_SIDE_MAX
-        field.validators += [
-            MinValueValidator(settings.OCR_LONG_SIDE_MIN),
-            MaxValueValidator(settings.OCR_LONG_SIDE_MAX),
-        ]
+    def get_fields(self):
+        return {parameter.name: _parameter_field(parameter) for parameter in PARAMETERS}
 
     def to_internal_value(self, data):
         unknown = sorted(set(data) - set(self.fields))
         if unknown:
             raise serializers.ValidationError({unknown[0]: ["Unknown parameter."]})
         return super().to_internal_value(data)
+
+
+def error_responses(*statuses: int) -> dict:
+    """OpenAPI responses for these HTTP statuses, each listing the error codes it carries."""
+    return {code: OpenApiResponse(ErrorSerializer, description=", ".join(
+        name for name, st in ERROR_CODES.items() if st == code)) for code in statuses}
 
 
 class ModelSerializer(serializers.Serializer):
@@ -110,6 +148,10 @@ class BoxSerializer(serializers.Serializer):
         min_length=4, max_length=4,
         help_text="4 corners [x, y] in original-image pixels, clockwise from the top-left.")
     score = serializers.FloatField(help_text="Peak region score of the word, 0..1.")
+    text = serializers.CharField(required=False,
+                                 help_text="The text read in the box (absent with recognize=false).")
+    text_score = serializers.FloatField(required=False,
+                                        help_text="Confidence of the text, 0..1.")
 
 
 class TimingSerializer(serializers.Serializer):
@@ -121,6 +163,11 @@ class OcrResponseSerializer(serializers.Serializer):
     request_id = serializers.CharField()
     model = ModelSerializer()
     image = ImageSerializer()
+    text = serializers.CharField(
+        required=False, allow_blank=True,
+        help_text="The whole text in reading order: boxes grouped into lines, lines top to "
+                  "bottom, boxes left to right; a line's texts joined by a space, lines by a "
+                  "newline (absent with recognize=false).")
     boxes = BoxSerializer(many=True)
     timing_ms = TimingSerializer()
 

@@ -68,7 +68,7 @@ def single_image(request) -> bytes:
 
 
 def parameters(request, file_fields: tuple[str, ...] = ("image",)) -> dict:
-    """Validated detection parameters from the query string and the non-file form fields.
+    """Validated OCR parameters from the query string and the non-file form fields.
 
     Returns:
         only the parameters that were sent, converted (floats, int, bool).

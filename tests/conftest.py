@@ -1,17 +1,12 @@
-"""Shared fixtures: test data, one real embedded Triton per session, API keys and clients."""
-
-import json
-from contextlib import contextmanager
-from pathlib import Path
+"""Shared fixtures: one real embedded Triton per session, API keys and clients."""
 
 import pytest
-from django.conf import settings as django_settings
 from rest_framework.test import APIClient
 
-from ocr_api.embedded_triton import EmbeddedTriton
 from ocr_api.models import ApiKey
+from ocr_embedded import prerequisites
 
-DATA = Path(__file__).parent / "data"
+from .helpers import running_triton
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -21,27 +16,19 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if {"db", "transactional_db"} & set(item.fixturenames):
             item.add_marker(pytest.mark.django_db)
-IMAGES = DATA / "images"
-IMAGE_NAMES = sorted(p.name for p in IMAGES.iterdir())
 
 
-def reference_boxes(long_side: int = 1280) -> dict:
-    """``tests/data/reference/craft_boxes_<long_side>.json``: image name -> entry."""
-    return json.loads((DATA / "reference" / f"craft_boxes_{long_side}.json").read_text())
-
-
-@contextmanager
-def running_triton(tmp_path_factory, name: str, repository: Path | None = None, **options):
-    """A started :class:`EmbeddedTriton` on free ports, logging into a fresh temp folder;
-    stopped on exit. ``options`` are EmbeddedTriton's (flavour, cache_bytes, env, ...)."""
-    server = EmbeddedTriton(
-        repository=repository or django_settings.TRITON_MODEL_REPOSITORY,
-        log_path=tmp_path_factory.mktemp(name) / "triton.log", **options)
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
+def pytest_collection_finish(session):
+    """Before the first test: stop at once, with the command that installs them, when the
+    operating system lacks what the selected tests need (not after minutes of other tests)."""
+    markers = {marker.name for item in session.items for marker in item.iter_markers()}
+    if not markers & {"triton", "browser"}:
+        return
+    problems, packages = prerequisites.missing("test" if "browser" in markers else "serve")
+    if problems:
+        install = f"\nInstall with: apt-get install -y {' '.join(packages)}" if packages else ""
+        pytest.exit("Missing for these tests:\n  - " + "\n  - ".join(problems) + install,
+                    returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 @pytest.fixture(scope="session")
@@ -53,9 +40,14 @@ def triton(tmp_path_factory):
 
 @pytest.fixture
 def live_triton(triton, settings):
-    """Points the gateway's Triton client at the session's embedded Triton."""
+    """Points the gateway's Triton client at the session's embedded Triton.
+
+    The inference deadline is raised from the product's 30 s: the tests share two slow cores
+    with Triton and each other, and a late answer is not what they check (the deadline itself
+    is tested in tests/inference/test_triton_faults.py)."""
     settings.TRITON_GRPC_URL = triton.grpc_url
     settings.TRITON_METRICS_URL = triton.metrics_url
+    settings.TRITON_TIMEOUT_S = 180.0
     return triton
 
 
@@ -76,20 +68,3 @@ def api_client(api_key):
 @pytest.fixture
 def anonymous_client():
     return APIClient()
-
-
-def copy_repository(target: Path) -> Path:
-    """A private copy of the model repository (weights hard-linked, not copied) that a test
-    may change: add versions, edit configs."""
-    source = Path(django_settings.TRITON_MODEL_REPOSITORY)
-    for path in source.rglob("*"):
-        if "__pycache__" in path.parts:
-            continue
-        destination = target / path.relative_to(source)
-        if path.is_dir():
-            destination.mkdir(parents=True, exist_ok=True)
-        elif path.suffix == ".onnx":
-            destination.hardlink_to(path)
-        else:
-            destination.write_bytes(path.read_bytes())
-    return target

@@ -87,3 +87,23 @@ def swapped_primaries_icc() -> bytes:
               + b"RGB " + b"XYZ " + b"\0" * 12 + b"acsp" + b"\0" * 28   # ... rendering intent
               + _s15f16(0.9642) + _s15f16(1.0) + _s15f16(0.8249) + b"\0" * 48)  # D50, ...
     return header + struct.pack(">I", len(tags)) + table + data
+
+
+def text_page(lines: list[list[str]], size: int = 28, margin: int = 24,
+              line_gap: int = 22, word_gap: int = 22) -> Image.Image:
+    """Black words on white, in Pillow's built-in font (FreeType Aileron) at ``size`` px: each
+    inner list is one line; the page is as big as the words need."""
+    from PIL import ImageFont
+
+    font = ImageFont.load_default(size=size)
+    widths = [sum(font.getlength(word) for word in line) + word_gap * (len(line) - 1)
+              for line in lines]
+    image = Image.new("RGB", (int(max(widths)) + 2 * margin,
+                              len(lines) * (size + line_gap) + 2 * margin), "white")
+    draw = ImageDraw.Draw(image)
+    for row, line in enumerate(lines):
+        x = margin
+        for word in line:
+            draw.text((x, margin + row * (size + line_gap)), word, font=font, fill="black")
+            x += font.getlength(word) + word_gap
+    return image

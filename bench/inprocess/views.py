@@ -16,10 +16,10 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
 from django.http import HttpResponseNotAllowed, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
-from ocr_pipeline import imaging, params
+from ocr_contract.parameters import LONG_SIDE
+from ocr_pipeline import imaging
 
 from bench.pipeline import InProcessPipeline
 
@@ -38,7 +38,7 @@ def load_model() -> InProcessPipeline:
                 images = [p.read_bytes() for p in sorted(Path(warmup_dir).iterdir())
                           if p.is_file()]
                 pipeline.warm_up(images, int(os.environ.get("BENCH_LONG_SIDE",
-                                                            params.DEFAULT_LONG_SIDE)))
+                                                            LONG_SIDE.default)))
             _pipeline = pipeline
         return _pipeline
 
@@ -53,8 +53,7 @@ def ocr(request):
     if upload is None:
         return JsonResponse({"error": "missing_image"}, status=400)
     try:
-        long_side = params.long_side(
-            np.array([int(request.GET.get("long_side", params.DEFAULT_LONG_SIDE))]))
+        long_side = LONG_SIDE.check(int(request.GET.get("long_side", LONG_SIDE.default)))
     except ValueError as exc:
         return JsonResponse({"error": "invalid_parameter", "message": str(exc)}, status=400)
     try:

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
-from .. import errors, uploads
+from ocr_contract.parameters import RECOGNIZE
+from ocr_inference.client import OcrResult
+
+from .. import errors, inference, uploads
 from ..image_probe import probe_image
-from ..serializers import (BoxSerializer, ErrorDetailSerializer, ErrorSerializer,
-                           ImageSerializer, ModelSerializer, OcrParametersSerializer)
-from ..triton_client import Detection, get_client
-from .base import OcrEndpoint, boxes_body, record_detection
+from ..serializers import (BoxSerializer, ErrorDetailSerializer, ImageSerializer,
+                           ModelSerializer, OcrParametersSerializer, error_responses)
+from .base import OcrEndpoint, record_result, result_body
 
 
 class BatchItemSerializer(serializers.Serializer):
@@ -21,6 +23,8 @@ class BatchItemSerializer(serializers.Serializer):
     status = serializers.IntegerField(help_text="HTTP status this image alone would get.")
     model = ModelSerializer(required=False)
     image = ImageSerializer(required=False)
+    text = serializers.CharField(required=False, allow_blank=True,
+                                 help_text="The whole text in reading order.")
     boxes = BoxSerializer(many=True, required=False)
     inference_ms = serializers.FloatField(required=False)
     error = ErrorDetailSerializer(required=False)
@@ -33,7 +37,7 @@ class BatchResponseSerializer(serializers.Serializer):
 
 
 class OcrBatchView(OcrEndpoint):
-    """Detect text in up to ``OCR_BATCH_MAX_IMAGES`` images sent as multipart ``images`` fields
+    """Find and read the text in up to ``OCR_BATCH_MAX_IMAGES`` images sent as multipart ``images`` fields
     (at most ``OCR_BATCH_MAX_UPLOAD_BYTES`` together).
 
     Each image is validated on its own and the valid ones go to Triton concurrently; results
@@ -44,7 +48,7 @@ class OcrBatchView(OcrEndpoint):
     endpoint = "ocr_batch"
     parser_classes = [MultiPartParser]
 
-    def check_before_throttling(self, request) -> None:
+    def check_request_size(self, request) -> None:
         """Refuse an oversized body from its header, then a batch with no or too many images,
         so that throttling only ever charges a batch that will be processed.
 
@@ -70,23 +74,22 @@ class OcrBatchView(OcrEndpoint):
 
     @extend_schema(
         operation_id="ocr_batch",
-        summary="Detect text boxes in several images",
+        summary="Find and read the text in several images",
         parameters=[OcrParametersSerializer],
         request={"multipart/form-data": {"type": "object", "properties": {
             "images": {"type": "array", "items": {"type": "string", "format": "binary"}}},
             "required": ["images"]}},
         responses={200: BatchResponseSerializer,
-                   **{code: OpenApiResponse(ErrorSerializer)
-                      for code in (400, 401, 403, 413, 415, 429, 500)}},
+                   **error_responses(400, 401, 403, 413, 415, 429, 500)},
     )
     def post(self, request):
-        files = request.FILES.getlist("images")  # counted and sized by check_before_throttling
+        files = request.FILES.getlist("images")  # counted and sized by check_request_size
         parameters = uploads.parameters(request, file_fields=("images",))
 
         results: list[dict] = []
         pending: list[tuple[int, bytes, object]] = []    # (index, bytes, ImageInfo)
         for index, upload in enumerate(files):
-            record = self.new_record()
+            record = self.recorder.new_record()
             record.bytes_received, record.parameters = upload.size, parameters
             try:
                 uploads.check_image_size(upload.size)
@@ -99,22 +102,20 @@ class OcrBatchView(OcrEndpoint):
             results.append({"index": index})
             pending.append((index, data, info))
 
-        answers = get_client().detect_many([(data, parameters) for _, data, _ in pending])
+        recognized = parameters.get("recognize", RECOGNIZE.default)
+        answers = inference.infer_many([(data, parameters) for _, data, _ in pending])
         for (index, _, info), answer in zip(pending, answers):
-            record = self.records[index]
-            if isinstance(answer, Detection):
-                record_detection(record, answer)
+            record = self.recorder.records[index]
+            if isinstance(answer, OcrResult):
+                record_result(record, answer)
                 record.http_status = 200
-                results[index] = {
-                    "index": index, "status": 200,
-                    "model": {"name": answer.model_name, "version": answer.model_version},
-                    "image": {"width": answer.width, "height": answer.height,
-                              "format": info.format},
-                    "boxes": boxes_body(answer), "inference_ms": round(answer.inference_ms, 1)}
+                results[index] = {"index": index, "status": 200,
+                                  **result_body(answer, info.format, recognized),
+                                  "inference_ms": round(answer.inference_ms, 1)}
             else:
                 results[index] = self._failed(index, record, answer)
         return Response({"request_id": request.request_id, "results": results,
-                         "timing_ms": {"total": self.elapsed_ms()}})
+                         "timing_ms": {"total": self.recorder.elapsed_ms()}})
 
     @staticmethod
     def _failed(index: int, record, error: errors.ApiError) -> dict:

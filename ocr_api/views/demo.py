@@ -1,10 +1,14 @@
 """``GET /``: the OCR demo page (a template, a stylesheet and a script; no build step).
 
 The page calls ``POST /api/ocr`` from the browser, with an API key typed into the page (kept
-in ``sessionStorage`` only) or with the logged-in staff user's session, and draws the boxes.
+in ``sessionStorage`` only) or with the logged-in staff user's session, draws the boxes with
+their text, and shows the whole text ready to copy.
 """
 
 from django.conf import settings
+from ocr_contract.formats import ACCEPTED_FORMATS_TEXT
+from ocr_contract.languages import LANGUAGES
+from ocr_contract.parameters import PARAMETERS
 from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_safe
@@ -21,4 +25,7 @@ def demo_page(request):
         "long_side_min": settings.OCR_LONG_SIDE_MIN,
         "long_side_max": settings.OCR_LONG_SIDE_MAX,
         "max_upload_mib": round(settings.OCR_MAX_UPLOAD_BYTES / (1024 * 1024), 1),
+        "accepted_formats": ACCEPTED_FORMATS_TEXT,
+        "languages": LANGUAGES,
+        "defaults": {parameter.name: parameter.default for parameter in PARAMETERS},
     })

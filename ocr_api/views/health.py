@@ -8,7 +8,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ..triton_client import get_client
+from ..inference import get_client
 
 
 class HealthView(APIView):

@@ -6,9 +6,11 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from ocr_contract.languages import LANGUAGES, PPOCR, TESSERACT
+from ocr_inference.model_control import ModelControl, ModelControlError
+from ocr_inference.triton_metrics import engine_info
+
 from .. import errors
-from ..model_control import ModelControl, ModelControlError
-from ..triton_metrics import engine_info
 
 
 class ModelStateSerializer(serializers.Serializer):
@@ -18,16 +20,26 @@ class ModelStateSerializer(serializers.Serializer):
     ready = serializers.BooleanField()
 
 
+class LanguageSerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="ISO 639-1 code, as the language parameter takes it.")
+    name = serializers.CharField()
+    recognizer = serializers.ChoiceField(choices=[PPOCR, TESSERACT],
+                                         help_text="The model that reads it.")
+
+
 class ModelListSerializer(serializers.Serializer):
     models = ModelStateSerializer(many=True)
     engines = serializers.DictField(
         child=serializers.CharField(),
         help_text="Engine and precision of each cpu-flavour network, e.g. "
-                  "{\"craft v1\": \"openvino 2026.4.1 BF16 LATENCY\"}; empty on GPU.")
+                  "{\"craft v1\": \"openvino 2026.4.1 F32 LATENCY\"}; empty on GPU.")
+    languages = LanguageSerializer(many=True, help_text="What the language parameter accepts "
+                                                        "besides auto.")
 
 
 class ModelsView(APIView):
-    """List Triton's repository index and the CPU engines in use (API key required).
+    """List Triton's repository index, the CPU engines in use and the recognition languages
+    (API key required).
 
     Triton's reasons for a model not being ready (paths, exceptions) stay out of the answer:
     operators see them in ``manage.py triton_models`` and the admin page."""
@@ -43,4 +55,6 @@ class ModelsView(APIView):
         return Response({
             "models": [{"name": m.name, "version": m.version, "state": m.state,
                         "ready": m.ready} for m in index],
-            "engines": engine_info(settings.TRITON_METRICS_URL, timeout_s=1.0)})
+            "engines": engine_info(settings.TRITON_METRICS_URL, timeout_s=1.0),
+            "languages": [{"code": language.code, "name": language.name,
+                           "recognizer": language.recognizer} for language in LANGUAGES]})

@@ -24,6 +24,17 @@ PRECISIONS = ("auto", "fp32", "bf16")
 PERFORMANCE_HINTS = ("LATENCY", "THROUGHPUT")
 
 
+#: Model-config parameter -> the environment variable that overrides it (in every model).
+ENVIRONMENT = {
+    "engine": "OCR_ENGINE",
+    "precision": "OCR_ENGINE_PRECISION",
+    "performance_hint": "OCR_ENGINE_PERFORMANCE_HINT",
+    "threads": "OCR_ENGINE_THREADS",
+    "streams": "OCR_ENGINE_STREAMS",
+    "cache_dir": "OCR_ENGINE_CACHE_DIR",
+}
+
+
 class EngineConfigError(ValueError):
     """An engine name, precision or hint that is not one of the supported values."""
 
@@ -60,18 +71,14 @@ class EngineOptions:
 
     @classmethod
     def from_mapping(cls, values: dict[str, str], environ=os.environ) -> "EngineOptions":
-        """Build options from Triton model-config parameters, overridden by ``OCR_ENGINE*`` env.
-
-        Recognised keys (config parameter / environment variable): ``engine`` / ``OCR_ENGINE``,
-        ``precision`` / ``OCR_ENGINE_PRECISION``, ``performance_hint`` /
-        ``OCR_ENGINE_PERFORMANCE_HINT``, ``threads`` / ``OCR_ENGINE_THREADS``, ``streams`` /
-        ``OCR_ENGINE_STREAMS``, ``cache_dir`` / ``OCR_ENGINE_CACHE_DIR``.
+        """Build options from Triton model-config parameters, each overridden by its
+        environment variable (:data:`ENVIRONMENT`).
 
         Raises:
             EngineConfigError: a value is not supported.
         """
         def pick(key: str, default: str) -> str:
-            value = environ.get(f"OCR_ENGINE_{key.upper()}" if key != "engine" else "OCR_ENGINE")
+            value = environ.get(ENVIRONMENT[key])
             return (value or values.get(key) or default).strip()
 
         try:

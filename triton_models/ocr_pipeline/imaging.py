@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import cv2
 import numpy as np
+from ocr_contract.formats import ACCEPTED_FORMATS
 from PIL import Image, ImageCms, ImageOps
 
 from .params import IMAGENET_MEAN, IMAGENET_STD, PAD_MULTIPLE
@@ -27,9 +28,6 @@ else:
     register_heif_opener()
 
 _SRGB_PROFILE = ImageCms.createProfile("sRGB")
-#: The formats the service accepts (the gateway sniffs the same list); Pillow's other readers
-#: (EPS, PSD, ...) are never tried on untrusted bytes.
-ACCEPTED_FORMATS = ("JPEG", "PNG", "WEBP", "BMP", "TIFF", "GIF", "HEIF")
 _ALPHA_MODES = {"RGBA", "LA", "RGBa", "La"}
 
 
@@ -50,18 +48,22 @@ class PreparedImage:
         ratio: resize factor applied to the upright original (resized = original * ratio).
         width: upright original width in pixels (after EXIF transpose).
         height: upright original height in pixels (after EXIF transpose).
+        original: uint8 ``[height, width, 3]`` RGB, the upright original at full resolution
+            (what text lines are cropped from).
     """
 
     tensor: np.ndarray
     ratio: float
     width: int
     height: int
+    original: np.ndarray
 
 
 def decode_image(data: bytes, max_pixels: int | None = None) -> Image.Image:
     """Decode encoded image bytes into an upright 8-bit RGB Pillow image.
 
-    Handles every format Pillow (plus pillow-heif) reads; multi-frame files (GIF, TIFF) give
+    Reads the contract's accepted formats only (:data:`ocr_contract.formats.ACCEPTED_FORMATS`:
+    Pillow's other readers never see untrusted bytes); multi-frame files (GIF, TIFF) give
     their first frame. EXIF orientations 1-8 are applied, embedded ICC profiles are converted
     to sRGB, and transparency is composited over white (black would hide dark text).
 
@@ -183,8 +185,9 @@ def prepare_image(data: bytes, long_side: int, max_pixels: int | None = None,
         ImageDecodeError, ImageTooLargeError: see :func:`decode_image`.
     """
     image = decode_image(data, max_pixels=max_pixels)
-    padded, ratio = resize_and_pad(np.asarray(image), long_side, square_canvas=square_canvas)
-    return PreparedImage(normalize(padded), ratio, image.width, image.height)
+    original = np.asarray(image)
+    padded, ratio = resize_and_pad(original, long_side, square_canvas=square_canvas)
+    return PreparedImage(normalize(padded), ratio, image.width, image.height, original)
 
 
 def _round_up(value: int, multiple: int) -> int:

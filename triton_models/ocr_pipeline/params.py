@@ -1,22 +1,13 @@
-"""Constants of the CRAFT pipeline and the bounds on per-request parameters.
+"""Constants of the CRAFT pipeline, and request parameters read from optional input tensors.
 
-The defaults are those of the reference CRAFT implementation (clovaai/CRAFT-pytorch
-``test.py``: text_threshold 0.7, link_threshold 0.4, low_text 0.4, canvas 1280) and of the
-reference outputs in ``tests/data/reference/``.
+The parameters themselves (tensor names, defaults, bounds) are the contract's
+(:mod:`ocr_contract.parameters`); this module only reads them out of Triton tensors.
 """
 
-import os
+from __future__ import annotations
 
-DEFAULT_TEXT_THRESHOLD = 0.7
-DEFAULT_LINK_THRESHOLD = 0.4
-DEFAULT_LOW_TEXT = 0.4
-DEFAULT_LONG_SIDE = 1280
-DEFAULT_REFINE = True
-
-#: Default bounds on ``long_side`` (pixels). Below 64 CRAFT sees nothing useful; above 2560 a
-#: single request needs several GB of activations.
-MIN_LONG_SIDE = 64
-MAX_LONG_SIDE = 2560
+import numpy as np
+from ocr_contract.parameters import Parameter
 
 #: CRAFT's backbone (VGG16-BN, U-Net) downsamples by 32: inputs are padded to a multiple of it.
 PAD_MULTIPLE = 32
@@ -29,45 +20,20 @@ SCORE_MAP_STRIDE = 2
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
-
-def threshold(value, default: float, name: str) -> float:
-    """A threshold from an optional ``[1]`` tensor: ``default`` if None, else a float in (0, 1).
-
-    Raises:
-        ValueError: the value is NaN, infinite or outside the open interval (0, 1).
-    """
-    if value is None:
-        return default
-    number = float(value.reshape(-1)[0])
-    if not 0.0 < number < 1.0:  # also rejects NaN
-        raise ValueError(f"{name} must be in (0, 1), got {number}")
-    return number
+_CONVERT = {"FP32": float, "INT32": int, "BOOL": bool,
+            "BYTES": lambda raw: bytes(raw).decode("utf-8")}
 
 
-def long_side_bounds(environ=os.environ) -> tuple[int, int]:
-    """``(minimum, maximum)`` of ``long_side``: ``OCR_LONG_SIDE_MIN`` / ``OCR_LONG_SIDE_MAX``
-    from the environment — the same variables the gateway validates requests with — or
-    :data:`MIN_LONG_SIDE` / :data:`MAX_LONG_SIDE`."""
-    return (int(environ.get("OCR_LONG_SIDE_MIN") or MIN_LONG_SIDE),
-            int(environ.get("OCR_LONG_SIDE_MAX") or MAX_LONG_SIDE))
-
-
-def long_side(value, default: int = DEFAULT_LONG_SIDE,
-              bounds: tuple[int, int] = (MIN_LONG_SIDE, MAX_LONG_SIDE)) -> int:
-    """``long_side`` from an optional ``[1]`` tensor, checked against ``bounds`` (pixels).
+def read(parameter: Parameter, tensor: np.ndarray | None):
+    """A parameter's value from its optional ``[1]`` input: the contract's default when the
+    client left the input out, else the value; checked against the parameter's bounds (limits
+    read from this process's environment) and normalised by :meth:`Parameter.check`
+    (``language`` becomes a tuple of codes).
 
     Raises:
-        ValueError: outside ``bounds``.
+        ocr_contract.parameters.ParameterError: out of bounds; ``field`` names the parameter.
+        UnicodeDecodeError: a BYTES value that is not UTF-8.
     """
-    if value is None:
-        return default
-    number = int(value.reshape(-1)[0])
-    low, high = bounds
-    if not low <= number <= high:
-        raise ValueError(f"long_side must be in [{low}, {high}], got {number}")
-    return number
-
-
-def flag(value, default: bool) -> bool:
-    """A boolean from an optional ``[1]`` tensor."""
-    return default if value is None else bool(value.reshape(-1)[0])
+    if tensor is None:
+        return parameter.check(parameter.default)
+    return parameter.check(_CONVERT[parameter.dtype](tensor.reshape(-1)[0]))

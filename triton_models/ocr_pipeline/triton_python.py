@@ -12,6 +12,7 @@ import os
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
+from ocr_contract.errors import encode_model_error
 
 from .engines import EngineOptions, load_engine, run_grouped, share_cpus
 
@@ -28,14 +29,15 @@ def optional_input(request, name: str) -> np.ndarray | None:
     return None if tensor is None else tensor.as_numpy()
 
 
-def invalid_argument(code: str, message: str) -> "pb_utils.InferenceResponse":
+def refusal(code: str, message: str, field: str | None = None) -> "pb_utils.InferenceResponse":
     """A response failing one request with INVALID_ARG (gRPC INVALID_ARGUMENT, HTTP 400).
 
-    The message starts with ``[code]`` (``image_undecodable``, ``image_too_large`` or
-    ``invalid_parameter``) so the gateway can answer with the matching API error code.
+    The message carries ``code`` (one of :data:`ocr_contract.errors.MODEL_ERROR_CODES`), the
+    message and the parameter at fault, encoded by :func:`ocr_contract.errors.encode_model_error`,
+    so the gateway answers with that code and field.
     """
-    return pb_utils.InferenceResponse(
-        error=pb_utils.TritonError(f"[{code}] {message}", pb_utils.TritonError.INVALID_ARG))
+    return pb_utils.InferenceResponse(error=pb_utils.TritonError(
+        encode_model_error(code, message, field), pb_utils.TritonError.INVALID_ARG))
 
 
 class OnnxPythonModel:

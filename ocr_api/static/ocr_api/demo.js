@@ -1,4 +1,5 @@
-/* OCR demo page: send one image to POST /api/ocr and draw the boxes over it.
+/* OCR demo page: send one image to POST /api/ocr, draw the boxes and their text over it, and
+ * show the whole text ready to copy.
  *
  * Plain JavaScript, no build step, no third-party code. The API key lives in sessionStorage
  * only (gone when the tab closes); staff can use their admin session instead, which DRF
@@ -30,13 +31,13 @@
     payload_too_large: "The file is too big to upload.",
     image_too_large: "The picture has too many pixels. Try a smaller one.",
     unsupported_media_type: "That file is not an image the service can read " +
-      "(JPEG, PNG, WEBP, BMP, TIFF, GIF or HEIC).",
+      "(" + document.getElementById("ocr-form").dataset.formats + ").",
     rate_limited: "Too many images were sent with this key in the last minute.",
     quota_exceeded: "This key's daily quota is used up.",
     internal_error: "Something went wrong on the server.",
-    inference_failed: "The text detector failed on this image.",
-    inference_unavailable: "The text detector is not available right now.",
-    inference_timeout: "The text detector took too long to answer."
+    inference_failed: "The OCR service failed on this image.",
+    inference_unavailable: "The OCR service is not available right now.",
+    inference_timeout: "The OCR service took too long to answer."
   };
 
   var form = document.getElementById("ocr-form");
@@ -55,6 +56,9 @@
   var overlay = document.getElementById("overlay");
   var stage = document.getElementById("stage");
   var imageNote = document.getElementById("image-note");
+  var textPanel = document.getElementById("text-panel");
+  var fullText = document.getElementById("full-text");
+  var copyStatus = document.getElementById("copy-status");
 
   var currentFile = null;
   var imageUrl = null;
@@ -187,8 +191,15 @@
         body.append(input.name, input.value.trim());
       }
     });
+    var language = document.getElementById("language").value;
+    if (language !== "auto") {
+      body.append("language", language);
+    }
+    if (!document.getElementById("recognize").checked) {
+      body.append("recognize", "false");
+    }
 
-    setBusy(true, "Detecting text…");
+    setBusy(true, "Reading text…");
     var started = performance.now();
     fetch(apiUrl, {method: "POST", body: body, headers: headers, credentials: credentials})
       .then(function (response) {
@@ -270,6 +281,10 @@
       " round trip";
     document.getElementById("summary").dataset.count = String(count);
     document.getElementById("json").textContent = JSON.stringify(data, null, 2);
+    // With recognize=false the answer has no text: the panel goes away.
+    textPanel.hidden = typeof data.text !== "string";
+    fullText.value = data.text || "";
+    copyStatus.textContent = "";
 
     drawBoxes(data.boxes, width, height);
     loadImage(width, height, data.request_id);
@@ -293,11 +308,41 @@
       polygon.dataset.index = String(index);
       polygon.dataset.score = String(box.score);
       var title = document.createElementNS(SVG_NS, "title");
-      title.textContent = "Box " + (index + 1) + " · score " + box.score;
+      title.textContent = "Box " + (index + 1) + " · score " + box.score +
+        (typeof box.text === "string" ? " · “" + box.text + "” (" + box.text_score + ")" : "");
       polygon.appendChild(title);
       overlay.appendChild(polygon);
+      if (box.text) {
+        overlay.appendChild(label(box));
+      }
     });
   }
+
+  // The box's text just above its top edge, sized to the box (image pixels, like the points).
+  function label(box) {
+    var p = box.points;
+    var height = Math.hypot(p[3][0] - p[0][0], p[3][1] - p[0][1]);
+    var text = document.createElementNS(SVG_NS, "text");
+    text.setAttribute("class", "label");
+    text.setAttribute("x", String(p[0][0]));
+    text.setAttribute("y", String(Math.max(p[0][1] - height * 0.12, height * 0.5)));
+    text.setAttribute("font-size", String(Math.max(height * 0.45, 6)));
+    text.textContent = box.text;
+    return text;
+  }
+
+  document.getElementById("copy-text").addEventListener("click", function () {
+    var done = function () { copyStatus.textContent = "Copied."; };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(fullText.value).then(done, function () {
+        copyStatus.textContent = "Select the text and copy it by hand.";
+      });
+    } else {  // plain-HTTP pages on another host have no clipboard API
+      fullText.select();
+      document.execCommand("copy");
+      done();
+    }
+  });
 
   // Shows the picked file under the boxes; marks the result done (data-request-id) once the
   // picture is laid out, which is what scripts and tests wait for.

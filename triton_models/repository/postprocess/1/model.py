@@ -1,10 +1,11 @@
 """postprocess: CRAFT score maps -> boxes in original-image pixels (ocr_pipeline.boxes)."""
 
-import numpy as np
 import triton_python_backend_utils as pb_utils
+from ocr_contract.errors import INVALID_PARAMETER
+from ocr_contract.parameters import LINK_THRESHOLD, LOW_TEXT, REFINE, TEXT_THRESHOLD, ParameterError
 
 from ocr_pipeline import boxes, params
-from ocr_pipeline.triton_python import invalid_argument, optional_input
+from ocr_pipeline.triton_python import optional_input, refusal
 
 
 class TritonPythonModel:
@@ -16,15 +17,12 @@ class TritonPythonModel:
 
     def _one(self, request):
         try:
-            text_threshold = params.threshold(optional_input(request, "TEXT_THRESHOLD"),
-                                              params.DEFAULT_TEXT_THRESHOLD, "text_threshold")
-            link_threshold = params.threshold(optional_input(request, "LINK_THRESHOLD"),
-                                              params.DEFAULT_LINK_THRESHOLD, "link_threshold")
-            low_text = params.threshold(optional_input(request, "LOW_TEXT"),
-                                        params.DEFAULT_LOW_TEXT, "low_text")
-        except ValueError as exc:
-            return invalid_argument("invalid_parameter", str(exc))
-        refine = params.flag(optional_input(request, "REFINE"), params.DEFAULT_REFINE)
+            text_threshold, link_threshold, low_text = (
+                params.read(parameter, optional_input(request, parameter.tensor))
+                for parameter in (TEXT_THRESHOLD, LINK_THRESHOLD, LOW_TEXT))
+        except ParameterError as exc:
+            return refusal(INVALID_PARAMETER, str(exc), exc.field)
+        refine = params.read(REFINE, optional_input(request, REFINE.tensor))
 
         score_maps = optional_input(request, "SCORE_MAPS")[0]
         link = optional_input(request, "REFINED_LINK")[0, 0] if refine else score_maps[1]

@@ -1,0 +1,25 @@
+"""Image formats the service accepts.
+
+Names are Pillow's format names. The gateway sniffs an upload's format from its first bytes
+with Pillow's (and pillow-heif's) signature checks in this order; Triton's ``preprocess``
+decodes with exactly these readers, so Pillow's other readers (EPS, PSD, ...) never see
+untrusted bytes.
+"""
+
+#: Pillow format names, in the order their signatures are tried.
+ACCEPTED_FORMATS = ("JPEG", "PNG", "WEBP", "BMP", "TIFF", "GIF", "HEIF")
+
+#: How the API reports a format where it differs from Pillow's name (pillow-heif reads both
+#: HEIC and HEIF as "HEIF"; phones call the files HEIC).
+_REPORTED = {"HEIF": "HEIC"}
+#: How people read the accepted list, where it differs from the reported name.
+_LISTED = {"HEIF": "HEIC/HEIF"}
+
+
+def reported_name(pillow_format: str) -> str:
+    """The ``image.format`` the API answers for a Pillow format name (``HEIF`` -> ``HEIC``)."""
+    return _REPORTED.get(pillow_format, pillow_format)
+
+
+#: The accepted formats for messages and documentation: "JPEG, PNG, ..., HEIC/HEIF".
+ACCEPTED_FORMATS_TEXT = ", ".join(_LISTED.get(name, name) for name in ACCEPTED_FORMATS)

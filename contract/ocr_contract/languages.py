@@ -1,0 +1,121 @@
+"""Recognition languages, and which recognizer reads each one.
+
+PP-OCRv6's dictionary (``ppocrv6_dict.txt``: Latin script with its accented letters, Chinese,
+Japanese kana, digits, symbols) has no Hangul, Thai, Devanagari or Cyrillic; those languages
+are read by Tesseract (Debian's ``tesseract-ocr`` with the language pack named by
+:attr:`Language.traineddata`). The request parameter ``language`` takes ``auto`` or codes from
+:data:`LANGUAGES`, comma-separated.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+AUTO = "auto"
+PPOCR = "ppocr"
+TESSERACT = "tesseract"
+
+
+@dataclass(frozen=True)
+class Language:
+    """One supported language.
+
+    Attributes:
+        code: ISO 639-1 code, as clients send it.
+        name: English name.
+        recognizer: :data:`PPOCR` or :data:`TESSERACT`.
+        traineddata: Tesseract's language name (``kor``...); Debian's package is
+            ``tesseract-ocr-<traineddata with _ as ->``.
+        script: for Tesseract's languages, the first word of the Unicode names of the
+            script's letters (``HANGUL``...): how ``auto`` recognises a reading in it.
+    """
+
+    code: str
+    name: str
+    recognizer: str
+    traineddata: str
+    script: str = ""
+
+
+LANGUAGES = (
+    Language("en", "English", PPOCR, "eng"),
+    Language("fr", "French", PPOCR, "fra"),
+    Language("de", "German", PPOCR, "deu"),
+    Language("es", "Spanish", PPOCR, "spa"),
+    Language("it", "Italian", PPOCR, "ita"),
+    Language("pt", "Portuguese", PPOCR, "por"),
+    Language("nl", "Dutch", PPOCR, "nld"),
+    Language("sv", "Swedish", PPOCR, "swe"),
+    Language("da", "Danish", PPOCR, "dan"),
+    Language("no", "Norwegian", PPOCR, "nor"),
+    Language("fi", "Finnish", PPOCR, "fin"),
+    Language("pl", "Polish", PPOCR, "pol"),
+    Language("cs", "Czech", PPOCR, "ces"),
+    Language("tr", "Turkish", PPOCR, "tur"),
+    Language("zh", "Chinese", PPOCR, "chi_sim"),
+    Language("ja", "Japanese", PPOCR, "jpn"),
+    Language("ko", "Korean", TESSERACT, "kor", "HANGUL"),
+    Language("th", "Thai", TESSERACT, "tha", "THAI"),
+    Language("hi", "Hindi", TESSERACT, "hin", "DEVANAGARI"),
+    Language("ru", "Russian", TESSERACT, "rus", "CYRILLIC"),
+)
+BY_CODE = {language.code: language for language in LANGUAGES}
+
+#: Tesseract language packs the Tesseract recognizer needs: those of its languages, and
+#: ``eng`` (Latin words, numbers and units appear in nearly every Korean, Thai... image).
+TESSERACT_TRAINEDDATA = ("eng",) + tuple(
+    language.traineddata for language in LANGUAGES if language.recognizer == TESSERACT)
+
+#: "auto, en, fr, ..." for messages.
+SUPPORTED_TEXT = ", ".join((AUTO,) + tuple(BY_CODE))
+
+
+def parse(text: str) -> tuple[str, ...]:
+    """The language codes of a ``language`` value: ``("auto",)`` or ISO 639-1 codes.
+
+    Codes are case-insensitive, separated by commas, spaces around them ignored, repeats
+    dropped (first occurrence kept).
+
+    Raises:
+        ValueError: empty, an unsupported code, or ``auto`` together with codes; the message
+            lists the supported values.
+    """
+    codes = []
+    for part in str(text).split(","):
+        code = part.strip().lower()
+        if code not in codes:
+            codes.append(code)
+    if codes == [AUTO]:
+        return (AUTO,)
+    unknown = [code for code in codes if code not in BY_CODE]
+    if unknown or not codes:
+        shown = ", ".join(repr(code) for code in unknown) or "nothing"
+        raise ValueError(f"{shown} is not supported; use auto, or codes separated by commas "
+                         f"from: {', '.join(BY_CODE)}")
+    return tuple(codes)
+
+
+#: Where Debian and Ubuntu put Tesseract's language data.
+TESSDATA_DIRS = ("/usr/share/tesseract-ocr/5/tessdata", "/usr/share/tesseract-ocr/4.00/tessdata")
+
+
+def tessdata_dir(environ: Mapping[str, str] = os.environ) -> Path | None:
+    """Tesseract's language-data folder: ``TESSDATA_PREFIX`` (Tesseract's own variable) when
+    set, else the first of :data:`TESSDATA_DIRS` that exists; None when there is none."""
+    if environ.get("TESSDATA_PREFIX"):
+        return Path(environ["TESSDATA_PREFIX"])
+    return next((Path(folder) for folder in TESSDATA_DIRS if Path(folder).is_dir()), None)
+
+
+def debian_package(traineddata: str) -> str:
+    """The Debian/Ubuntu package with a language's data (``chi_sim`` -> ``tesseract-ocr-chi-sim``)."""
+    return f"tesseract-ocr-{traineddata.replace('_', '-').lower()}"
+
+
+if __name__ == "__main__":
+    # `python3 -m ocr_contract.languages`: the Debian packages of Tesseract's language data
+    # (what the Triton image installs).
+    print(*map(debian_package, TESSERACT_TRAINEDDATA))

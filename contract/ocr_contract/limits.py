@@ -1,0 +1,65 @@
+"""Limits on uploads and parameters: each is a setting with one environment variable and one
+default.
+
+The gateway's settings and Triton's ``preprocess`` both read a limit with :meth:`Limit.read`,
+so a deployment that raises ``OCR_MAX_PIXELS`` (say) raises it on both sides with one
+variable. ``deploy/.env.example`` lists them (tested).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Mapping
+
+
+@dataclass(frozen=True)
+class Limit:
+    """One integer limit.
+
+    Attributes:
+        setting: the environment variable, also the Django setting's name.
+        default: the value when the variable is unset or empty.
+        unit: what the number counts ("bytes", "pixels", "images").
+        description: one line for documentation.
+    """
+
+    setting: str
+    default: int
+    unit: str
+    description: str
+
+    def read(self, environ: Mapping[str, str] = os.environ) -> int:
+        """The configured value: ``environ[setting]`` as an int, or :attr:`default`.
+
+        Raises:
+            ValueError: the variable is set to something that is not an integer.
+        """
+        value = (environ.get(self.setting) or "").strip()
+        if not value:
+            return self.default
+        try:
+            return int(value)
+        except ValueError:
+            raise ValueError(f"{self.setting} must be an integer, not {value!r}") from None
+
+
+MAX_UPLOAD_BYTES = Limit("OCR_MAX_UPLOAD_BYTES", 20 * 1024 * 1024, "bytes",
+                         "largest image file accepted by POST /api/ocr")
+BATCH_MAX_IMAGES = Limit("OCR_BATCH_MAX_IMAGES", 8, "images",
+                         "most images in one POST /api/ocr/batch")
+BATCH_MAX_UPLOAD_BYTES = Limit("OCR_BATCH_MAX_UPLOAD_BYTES", 40 * 1024 * 1024, "bytes",
+                               "most bytes of all images of one batch together")
+#: A decompression-bomb guard: the header's width x height, before any pixel is decoded.
+MAX_PIXELS = Limit("OCR_MAX_PIXELS", 40_000_000, "pixels",
+                   "most pixels (width x height) of an image")
+MIN_IMAGE_SIDE = Limit("OCR_MIN_IMAGE_SIDE", 8, "pixels",
+                       "shortest width or height of an image")
+#: Below 64 pixels CRAFT sees nothing useful; above 2560 one request needs several GB of
+#: activations.
+LONG_SIDE_MIN = Limit("OCR_LONG_SIDE_MIN", 64, "pixels", "smallest long_side a request may ask")
+LONG_SIDE_MAX = Limit("OCR_LONG_SIDE_MAX", 2560, "pixels", "largest long_side a request may ask")
+
+#: Every limit, in documentation order.
+LIMITS = (MAX_UPLOAD_BYTES, BATCH_MAX_IMAGES, BATCH_MAX_UPLOAD_BYTES, MAX_PIXELS,
+          MIN_IMAGE_SIDE, LONG_SIDE_MIN, LONG_SIDE_MAX)

@@ -1,0 +1,41 @@
+"""The ensemble the gateway calls and its tensors (besides the parameters' optional inputs,
+which :mod:`ocr_contract.parameters` names).
+
+``triton_models/repository/ensemble_ocr/config.pbtxt`` declares the same (tested).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: The Triton model the gateway calls: bytes in, boxes (and their text) out.
+ENSEMBLE = "ensemble_ocr"
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """One ensemble tensor: name, Triton datatype, dimensions (-1: variable), meaning."""
+
+    name: str
+    dtype: str
+    dims: tuple[int, ...]
+    description: str
+
+
+#: The encoded file exactly as uploaded; BYTES must be built from ``dtype=object`` arrays
+#: (numpy's fixed-width bytes would drop trailing NUL bytes and corrupt the file).
+IMAGE_BYTES = Tensor("IMAGE_BYTES", "BYTES", (1,), "the encoded image file")
+
+BOXES = Tensor("BOXES", "FP32", (-1, 4, 2),
+               "corners (x, y) in upright original-image pixels, clockwise from the top-left")
+SCORES = Tensor("SCORES", "FP32", (-1,), "peak region score of each box, 0..1")
+IMAGE_SIZE = Tensor("IMAGE_SIZE", "INT32", (2,), "(width, height) after EXIF transpose")
+TEXTS = Tensor("TEXTS", "BYTES", (-1,),
+               "UTF-8 text read in each box, in BOXES order (none when RECOGNIZE is false)")
+TEXT_SCORES = Tensor("TEXT_SCORES", "FP32", (-1,), "confidence of each box's text, 0..1")
+TEXT = Tensor("TEXT", "BYTES", (1,),
+              "the whole text in reading order: a line's words joined by spaces, lines by "
+              "newlines (empty when RECOGNIZE is false)")
+
+#: The outputs the gateway requests, in order.
+OUTPUTS = (BOXES, SCORES, IMAGE_SIZE, TEXTS, TEXT_SCORES, TEXT)

@@ -1,0 +1,266 @@
+"""Run a real Triton Inference Server without Docker: the binary carried by ``nvidia-pytriton``.
+
+Used by ``python manage.py serve_embedded`` and by the test suite. The server is configured by
+this project's own model repository, exactly like the production container; PyTriton only
+carries ``tritonserver``, ``libtritonserver``, the Python backend and the local response cache.
+
+What it takes to run that binary here (see DESIGN.md):
+
+* the Python backend needs ``triton_python_backend_stub`` for the running Python version in
+  ``backends/python/``: it is copied there from ``python_backend_stubs/<X.Y>/``;
+* the stub's embedded interpreter imports packages from the virtualenv whose ``bin/`` is first
+  on ``PATH``, so that directory is put first;
+* the OS's ``libpython3.X.so`` must exist (Debian/Ubuntu package ``libpython3.X``).
+
+This module never imports Django, so it also works from plain scripts (benchmarks). The
+server's flags are the repository's own (:mod:`ocr_pipeline.tritonserver`, also the Triton
+container's start command) plus what only an embedded server needs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import tritonclient.grpc as grpcclient
+from ocr_pipeline import tritonserver
+from tritonclient.utils import InferenceServerException
+
+
+class TritonStartError(RuntimeError):
+    """Triton exited or did not get the models ready in time; the message has the log tail."""
+
+
+def pytriton_server_dir() -> Path:
+    """``<site-packages>/pytriton/tritonserver`` of the installed nvidia-pytriton wheel.
+
+    Raises:
+        TritonStartError: nvidia-pytriton is not installed.
+    """
+    spec = importlib.util.find_spec("pytriton")
+    if spec is None or not spec.submodule_search_locations:
+        raise TritonStartError("nvidia-pytriton is not installed: pip install 'nvidia-pytriton==0.7.0'")
+    return Path(list(spec.submodule_search_locations)[0]) / "tritonserver"
+
+
+def install_python_stub(server_dir: Path) -> Path:
+    """Copy the Python-backend stub for this interpreter's version into ``backends/python``."""
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    source = server_dir / "python_backend_stubs" / version / "triton_python_backend_stub"
+    if not source.exists():
+        raise TritonStartError(f"nvidia-pytriton has no Python-backend stub for Python {version}")
+    target = server_dir / "backends" / "python" / "triton_python_backend_stub"
+    if not target.exists() or target.stat().st_size != source.stat().st_size:
+        shutil.copy2(source, target)
+    return target
+
+
+def free_port() -> int:
+    """A TCP port that is free on localhost right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class EmbeddedTriton:
+    """One ``tritonserver`` process serving ``repository`` in explicit model-control mode.
+
+    Args:
+        repository: the model repository directory.
+        log_path: file that receives the server's stdout and stderr.
+        models: models loaded at start (an ensemble loads its composing models too).
+        flavour: ``cpu``, ``batched`` or ``gpu`` (``""`` = cpu: each model's config.pbtxt).
+        http_port, grpc_port, metrics_port: 0 picks a free port.
+        address: interface the three endpoints listen on (loopback by default).
+        cache_bytes: size of the local response cache (0 disables the cache).
+        extra_args: more ``tritonserver`` flags.
+        env: extra environment variables for the server (e.g. ``OCR_ENGINE``).
+    """
+
+    repository: Path
+    log_path: Path
+    models: tuple[str, ...] = tritonserver.MODELS_AT_START
+    flavour: str = ""
+    http_port: int = 0
+    grpc_port: int = 0
+    metrics_port: int = 0
+    cache_bytes: int = tritonserver.CACHE_BYTES
+    address: str = "127.0.0.1"
+    extra_args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    process: subprocess.Popen | None = field(default=None, init=False)
+    #: ``--id`` of this server, unique per instance: readiness is only believed from it.
+    server_id: str = field(default="", init=False)
+
+    def __post_init__(self):
+        self.server_id = f"ocr-embedded-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.repository = Path(self.repository).resolve()
+        self.log_path = Path(self.log_path)
+        self.http_port = self.http_port or free_port()
+        self.grpc_port = self.grpc_port or free_port()
+        self.metrics_port = self.metrics_port or free_port()
+
+    @property
+    def grpc_url(self) -> str:
+        return f"{self._host}:{self.grpc_port}"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://{self._host}:{self.metrics_port}/metrics"
+
+    @property
+    def _host(self) -> str:
+        return "127.0.0.1" if self.address in ("", "0.0.0.0") else self.address
+
+    def command(self) -> list[str]:
+        """The ``tritonserver`` command line: the repository's own flags
+        (:func:`ocr_pipeline.tritonserver.arguments`), plus this server's id, addresses and
+        the paths inside the nvidia-pytriton wheel."""
+        server_dir = pytriton_server_dir()
+        args = [
+            str(server_dir / "bin" / "tritonserver"),
+            f"--id={self.server_id}",
+            *tritonserver.arguments(self.repository, self.flavour or "cpu",
+                                    http_port=self.http_port, grpc_port=self.grpc_port,
+                                    metrics_port=self.metrics_port,
+                                    cache_bytes=self.cache_bytes, exit_timeout_s=10,
+                                    models=self.models),
+            f"--backend-directory={server_dir / 'backends'}",
+            # Loopback only: the embedded server has no authentication of its own.
+            f"--http-address={self.address}", f"--grpc-address={self.address}",
+            f"--metrics-address={self.address}",
+        ]
+        if self.cache_bytes:
+            args.append(f"--cache-directory={server_dir / 'caches'}")
+        return args + list(self.extra_args)
+
+    def environment(self) -> dict[str, str]:
+        """The server's environment: this venv's ``bin/`` first on PATH, libpython findable."""
+        env = dict(os.environ, **self.env)
+        venv_bin = str(Path(sys.executable).parent)
+        env["PATH"] = os.pathsep.join([venv_bin, env.get("PATH", "")])
+        libdir = sysconfig.get_config_var("LIBDIR")
+        if libdir:
+            env["LD_LIBRARY_PATH"] = os.pathsep.join(
+                p for p in (env.get("LD_LIBRARY_PATH", ""), libdir) if p)
+        return env
+
+    def start(self, timeout_s: float = 300.0) -> "EmbeddedTriton":
+        """Start the server and wait until every model in ``models`` is ready.
+
+        Raises:
+            TritonStartError: the process exited or models were not ready within
+                ``timeout_s``; the message ends with the last lines of the log.
+        """
+        if self.process is not None and self.process.poll() is None:
+            return self
+        install_python_stub(pytriton_server_dir())
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")
+        try:
+            self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                            env=self.environment(), start_new_session=True)
+        finally:
+            log.close()
+        self.wait_ready(timeout_s)
+        return self
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Block until the server is live and every model in ``models`` is ready.
+
+        Raises:
+            TritonStartError: see :meth:`start`.
+        """
+        deadline = time.monotonic() + timeout_s
+        client = grpcclient.InferenceServerClient(self.grpc_url)
+        try:
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:
+                    self.kill()  # its Python stubs may still run; they hold shared memory
+                    raise TritonStartError(
+                        f"tritonserver exited with code {self.process.returncode}.\n"
+                        f"{self.log_tail()}")
+                try:
+                    # The id tells our server from another one that already holds the port.
+                    if (client.get_server_metadata(client_timeout=2).name == self.server_id
+                            and all(client.is_model_ready(name, client_timeout=2)
+                                    for name in self.models)):
+                        return
+                except InferenceServerException:
+                    pass
+                time.sleep(0.5)
+        finally:
+            client.close()
+        self.stop()
+        raise TritonStartError(
+            f"models {', '.join(self.models)} not ready after {timeout_s:.0f} s.\n"
+            f"{self.log_tail()}")
+
+    def stop(self, grace_s: float = 15.0) -> None:
+        """SIGTERM, then SIGKILL if the server is still running after ``grace_s`` seconds."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.terminate()  # Triton drains, then stops its Python stubs itself
+            try:
+                self.process.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
+
+    def kill(self) -> None:
+        """SIGKILL the server and its Python stubs at once (also how fault tests crash it)."""
+        if self.process is None:
+            return
+        regions = self.stub_shm_regions()
+        # The server runs in its own session: killing the group takes the stubs with it.
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.process.wait(timeout=10)
+        # Killed stubs cannot unlink their shared memory; do it for them.
+        for region in regions:
+            Path("/dev/shm", region).unlink(missing_ok=True)
+
+    def stub_shm_regions(self) -> list[str]:
+        """Shared-memory regions of this server's Python-backend stubs, read from the stubs'
+        command lines (``triton_python_backend_stub <model.py> <region> ...``)."""
+        regions = []
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            try:
+                if os.getpgid(int(proc.name)) != self.process.pid:
+                    continue
+                arguments = (proc / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            regions += [a.decode() for a in arguments
+                        if a.startswith(b"triton_python_backend_shm_region_")]
+        return regions
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The last ``lines`` lines of the server log."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc_info):
+        self.stop()

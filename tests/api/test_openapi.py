@@ -1,0 +1,42 @@
+"""The OpenAPI schema: complete, valid, and honoured by the API (schemathesis fuzzing)."""
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import response_schema_conformance
+
+from gateway.wsgi import application
+from ocr_contract.errors import ERROR_CODES
+from ocr_api.models import ApiKey
+
+schema = schemathesis.openapi.from_wsgi("/api/schema?format=json", application)
+
+
+@pytest.fixture
+def fuzz_key(db, live_triton):
+    return ApiKey.objects.create_key(name="fuzz", rate_per_minute=100_000)[1]
+
+
+@pytest.mark.django_db
+def test_schema_lists_every_endpoint_and_error_code(client):
+    document = client.get("/api/schema?format=json").json()
+    assert set(document["paths"]) == {"/api/ocr", "/api/ocr/batch", "/api/models",
+                                      "/api/health", "/api/ready"}
+    codes = document["components"]["schemas"]["CodeEnum"]["enum"]
+    assert sorted(codes) == sorted(ERROR_CODES)
+    ocr = document["paths"]["/api/ocr"]["post"]
+    assert {"200", "400", "401", "413", "415", "429", "503", "504"} <= set(ocr["responses"])
+    example = ocr["responses"]["200"]["content"]["application/json"]["examples"]
+    assert len(next(iter(example.values()))["value"]["boxes"]) == 6
+    assert document["components"]["securitySchemes"]["ApiKeyAuth"]["in"] == "header"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.triton
+@schema.parametrize()
+@settings(max_examples=15, deadline=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+def test_api_honours_its_schema(case, fuzz_key):
+    response = case.call(headers={"Authorization": f"Api-Key {fuzz_key}"})
+    case.validate_response(response, checks=[not_a_server_error, response_schema_conformance])

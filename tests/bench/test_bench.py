@@ -1,0 +1,126 @@
+"""Smoke run of the benchmark harness (``python -m bench.run``) on one image, and its helpers.
+
+The benchmark itself is not part of the test run; this checks that one tiny run of every
+mode works end to end against real servers (its own embedded Triton and gunicorn servers)
+and that its JSON has the figures the README quotes. No timing is asserted.
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.load import percentile
+from bench.traffic import tcp_counters
+
+from tests.helpers import IMAGES
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_percentile_interpolates_linearly():
+    values = [10.0, 20.0, 30.0, 40.0]
+    assert percentile(values, 50) == 25.0
+    assert percentile(values, 0) == 10.0 and percentile(values, 100) == 40.0
+    assert percentile([5.0], 99) == 5.0
+
+
+def test_tcp_counters_see_bytes_on_a_real_connection():
+    assert shutil.which("ss"), "the benchmark reads TCP counters with ss: apt-get install iproute2"
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            peer, _ = server.accept()
+            with peer:
+                client.sendall(b"x" * 70_000)
+                received = 0
+                while received < 70_000:
+                    received += len(peer.recv(65536))
+                peer.sendall(b"y" * 3_000)
+                received = 0
+                while received < 3_000:
+                    received += len(client.recv(4096))
+                counters = tcp_counters(port)
+    # Only the client side (peer port = the server's) is counted.
+    assert list(counters.values()) == [(70_000, 3_000)]
+
+
+@pytest.mark.triton
+def test_one_image_run_of_every_mode(tmp_path):
+    images = tmp_path / "images"
+    images.mkdir()
+    shutil.copy(IMAGES / "img_1.jpg", images / "img_1.jpg")
+    out = tmp_path / "results"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--images", str(images), "--concurrency", "1",
+         "--requests", "1", "--workers", "1", "--threads", "2", "--quiet-wait-s", "0",
+         "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "Targets:" in done.stdout
+
+    [json_path] = out.glob("bench-*.json")
+    assert json_path.with_suffix(".md").exists() and json_path.with_suffix(".png").exists()
+    results = json.loads(json_path.read_text())
+    assert {"started", "command", "config", "machine", "triton", "modes", "summary",
+            "box_agreement", "inprocess_engine"} <= set(results)
+    assert results["config"]["triton_response_cache_bytes"] == 0
+    assert results["cache_hits_total"] == 0
+    assert results["machine"]["cpu"]["logical_cores"] >= 1
+    assert list(results["modes"]) == ["ensemble", "direct", "split", "inprocess"]
+    for mode, data in results["modes"].items():
+        [cell] = data["cells"]
+        assert cell["concurrency"] == 1
+        assert cell["ok"] == cell["requests"] == 2, (mode, cell["errors"])
+        assert {"p50", "p95", "p99"} <= set(cell["latency_ms"])
+        assert cell["throughput_img_s"] > 0
+        assert cell["boxes_by_image"] == {"img_1.jpg": 7}
+        assert data["memory"], mode
+    assert results["box_agreement"]["differing"] == {}
+
+    # Bytes across the API <-> Triton boundary, against what the tensors must weigh.
+    # img_1.jpg is 1280x720: input [1,3,736,1280], maps at half size [*, 368, 640].
+    maps = 368 * 640 * 4
+    input_tensor, y, feature, refined = 3 * 736 * 1280 * 4, 2 * maps, 32 * maps, maps
+    split = results["modes"]["split"]["cells"][0]["bytes_per_image"]
+    assert input_tensor + y + feature <= split["sent"] <= (input_tensor + y + feature) * 1.001
+    assert y + feature + refined <= split["received"] <= (y + feature + refined) * 1.001
+    file_size = (IMAGES / "img_1.jpg").stat().st_size
+    for mode in ("ensemble", "direct"):
+        sent = results["modes"][mode]["cells"][0]["bytes_per_image"]["sent"]
+        assert file_size < sent < file_size + 1024, mode
+    assert results["modes"]["inprocess"]["cells"][0]["bytes_per_image"]["total"] == 0
+
+    summary = results["summary"]
+    assert {t["key"] for t in summary["targets"]} == {
+        "bytes_ratio", "non_compute_ratio", "gateway_overhead_ms",
+        "gateway_overhead_paired_ms", "gateway_throughput_pct", "throughput_ratio_c4",
+        "memory_ratio"}
+    [row] = summary["per_concurrency"]
+    assert row["bytes_ratio_ensemble_split"] < 0.01
+    assert summary["memory_ratio_rss"] > 0
+    [steps] = summary["ensemble_steps"]
+    assert [s["model"] for s in steps["steps"]] == ["preprocess", "craft", "refinenet",
+                                                    "postprocess"]
+    assert steps["slowest_step"] in ("craft", "refinenet")
+
+
+def test_engine_comparison_smoke_run(tmp_path):
+    """``python -m bench.engines`` on one image at long side 640, OpenVINO and onnxruntime."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.engines", "--engines", "openvino,onnxruntime",
+         "--long-sides", "640", "--limit", "1", "--repeats", "1", "--out", str(tmp_path)],
+        cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    report = json.loads(next(tmp_path.glob("engines-*.json")).read_text())
+    rows = {row["engine"]: row for row in report["summary"]}
+    assert set(rows) == {"openvino", "onnxruntime"}
+    assert rows["onnxruntime"]["description"].startswith("onnxruntime ")
+    assert rows["openvino"]["description"].startswith("openvino ")
+    assert rows["onnxruntime"]["speedup_vs_onnxruntime"] == 1.0
+    assert len(report["results"]["openvino"]["latency_ms"]["640"]) == 1

@@ -1,0 +1,834 @@
+"""The deployment files in deploy/, checked statically: no Docker engine, GPU or cluster here.
+
+Kubernetes manifests are rendered the way ``kustomize build deploy/k8s`` renders them (for the
+kustomization features they use) and validated offline against the Kubernetes JSON schemas
+bundled in kubernetes-validate. Cross-file facts are checked against their sources: the ports
+tritonserver really gets (the start script is run with a stand-in tritonserver), the settings
+gateway/settings.py really reads, the extras the Makefile really installs.
+"""
+
+import copy
+import ipaddress
+import os
+import re
+import runpy
+import shlex
+import subprocess
+import sys
+import tempfile
+import tomllib
+from functools import cache
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+from google.protobuf import text_format
+from tritonclient.grpc import model_config_pb2
+
+from ocr_contract.limits import LIMITS
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+K8S = DEPLOY / "k8s"
+REPOSITORY = ROOT / "triton_models" / "repository"
+
+#: Oldest Kubernetes release the manifests must be valid for.
+K8S_VERSION = "1.30"
+#: Extras of the project that only development installs (make setup), never the gateway image.
+DEV_ONLY_EXTRAS = {"embedded", "test"}
+#: Keys of kustomization.yaml that :func:`render_kustomization` implements.
+KUSTOMIZE_KEYS = {"apiVersion", "kind", "namespace", "labels", "resources", "images"}
+CLUSTER_SCOPED_KINDS = {"Namespace", "ClusterRole", "ClusterRoleBinding", "PriorityClass",
+                        "StorageClass", "IngressClass", "CustomResourceDefinition"}
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+def pod_template(doc: dict) -> dict | None:
+    """The pod template of a workload (Deployment, Job, CronJob, ...), else None."""
+    if doc["kind"] in ("Deployment", "Job", "StatefulSet", "DaemonSet"):
+        return doc["spec"]["template"]
+    if doc["kind"] == "CronJob":
+        return doc["spec"]["jobTemplate"]["spec"]["template"]
+    return None
+
+
+def pod_spec(doc: dict) -> dict | None:
+    """The pod spec of a workload, else None."""
+    template = pod_template(doc)
+    return template["spec"] if template else None
+
+
+def all_containers(doc: dict) -> list[dict]:
+    """Containers and init containers of a workload (empty for other kinds)."""
+    spec = pod_spec(doc) or {}
+    return spec.get("initContainers", []) + spec.get("containers", [])
+
+
+def render_kustomization(directory: Path) -> list[dict]:
+    """The resources ``kustomize build directory`` prints, for the features used there.
+
+    Implements ``resources`` (files), ``namespace``, ``labels`` (metadata only) and
+    ``images``. Any other key raises, so this stays an honest stand-in for kustomize.
+
+    Raises:
+        ValueError: an unsupported kustomization feature, or two resources with one name.
+        FileNotFoundError: a listed resource file does not exist.
+    """
+    kustomization = yaml.safe_load((directory / "kustomization.yaml").read_text())
+    unsupported = set(kustomization) - KUSTOMIZE_KEYS
+    if unsupported:
+        raise ValueError(f"kustomization.yaml uses {sorted(unsupported)}: not rendered here")
+    docs = []
+    for entry in kustomization["resources"]:
+        path = directory / entry
+        if not path.is_file():
+            raise FileNotFoundError(f"kustomization.yaml lists {entry}, which does not exist")
+        docs += [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+    namespace = kustomization.get("namespace")
+    for doc in docs:
+        metadata = doc["metadata"]
+        if namespace and doc["kind"] == "Namespace":
+            metadata["name"] = namespace
+        elif namespace and doc["kind"] not in CLUSTER_SCOPED_KINDS:
+            metadata["namespace"] = namespace
+        for label_set in kustomization.get("labels", []):
+            if label_set.get("includeSelectors") or label_set.get("includeTemplates"):
+                raise ValueError("labels with includeSelectors/includeTemplates: not rendered here")
+            metadata.setdefault("labels", {}).update(label_set["pairs"])
+        for container in all_containers(doc):
+            for image in kustomization.get("images", []):
+                name, _, tag = container["image"].partition(":")
+                if name == image["name"]:
+                    container["image"] = (f"{image.get('newName', name)}:"
+                                          f"{image.get('newTag', tag or 'latest')}")
+
+    keys = [(doc["kind"], doc["metadata"]["name"]) for doc in docs]
+    duplicates = {key for key in keys if keys.count(key) > 1}
+    if duplicates:
+        raise ValueError(f"resources defined twice: {sorted(duplicates)}")
+    return docs
+
+
+@cache
+def rendered() -> tuple[dict, ...]:
+    """deploy/k8s rendered once per test session."""
+    return tuple(render_kustomization(K8S))
+
+
+def resource(kind: str, name: str) -> dict:
+    """One rendered resource by kind and name (a copy, so tests cannot disturb each other)."""
+    matches = [doc for doc in rendered() if doc["kind"] == kind and doc["metadata"]["name"] == name]
+    assert len(matches) == 1, f"expected one {kind} {name!r}, found {len(matches)}"
+    return copy.deepcopy(matches[0])
+
+
+def container(doc: dict, name: str) -> dict:
+    """A workload's (non-init) container by name."""
+    matches = [c for c in pod_spec(doc)["containers"] if c["name"] == name]
+    assert len(matches) == 1, f"{doc['metadata']['name']} has no container {name!r}"
+    return matches[0]
+
+
+def container_port(doc: dict, port) -> int:
+    """A container port of a workload given by number or by name."""
+    if isinstance(port, int):
+        numbers = {p["containerPort"] for c in all_containers(doc) for p in c.get("ports", [])}
+        assert port in numbers, f"{doc['metadata']['name']} exposes no port {port}"
+        return port
+    named = {p["name"]: p["containerPort"]
+             for c in all_containers(doc) for p in c.get("ports", []) if "name" in p}
+    assert port in named, f"{doc['metadata']['name']} has no port named {port!r}"
+    return named[port]
+
+
+def settings_configmap() -> dict:
+    """The gateway's settings as Kubernetes gives them (ConfigMap ocr-settings)."""
+    return resource("ConfigMap", "ocr-settings")["data"]
+
+
+def gunicorn_settings(environ: dict[str, str]) -> dict:
+    """deploy/gunicorn.conf.py's values when run with ``environ`` added to the environment."""
+    saved = dict(os.environ)
+    os.environ.update(environ)
+    try:
+        return runpy.run_path(str(DEPLOY / "gunicorn.conf.py"))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def dockerfile(name: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) of a Dockerfile, continuation lines joined, comments dropped."""
+    instructions, pending = [], ""
+    for raw in (DEPLOY / name).read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        keyword, _, arguments = (pending + line).partition(" ")
+        instructions.append((keyword.upper(), arguments.strip()))
+        pending = ""
+    return instructions
+
+
+def instruction_args(name: str, keyword: str) -> list[str]:
+    """Arguments of every ``keyword`` instruction (FROM, RUN, ...) of a Dockerfile in deploy/."""
+    return [args for key, args in dockerfile(name) if key == keyword]
+
+
+def pip_install_targets(command: str) -> list[list[str]]:
+    """Positional arguments of each ``python -m pip install`` in a shell command."""
+    found = []
+    for part in re.split(r"&&|\|\||;", command):
+        words = shlex.split(part)
+        for i in range(len(words) - 2):
+            if words[i:i + 3] == ["-m", "pip", "install"]:
+                found.append([w for w in words[i + 3:] if not w.startswith("-")])
+    return found
+
+
+def split_extras(target: str) -> tuple[str, set[str]]:
+    """``".[a,b]"`` -> ``(".", {"a", "b"})``."""
+    match = re.fullmatch(r"([^\[]+)(?:\[([^\]]*)\])?", target)
+    assert match, target
+    return match.group(1), {e.strip() for e in (match.group(2) or "").split(",") if e.strip()}
+
+
+def env_file(path: Path) -> tuple[dict[str, str], set[str]]:
+    """(set variables, commented-out variable names) of a KEY=value file."""
+    values, commented = {}, set()
+    for line in path.read_text().splitlines():
+        if match := re.fullmatch(r"([A-Z][A-Z0-9_]*)=(.*)", line):
+            values[match.group(1)] = match.group(2)
+        elif match := re.fullmatch(r"#\s?([A-Z][A-Z0-9_]*)=.*", line):
+            commented.add(match.group(1))
+    return values, commented
+
+
+#: Where the product's code reads its settings: the gateway, its packages, the contract, the
+#: model repository's code, gunicorn's config.
+SETTINGS_SOURCES = ("gateway", "ocr_api", "ocr_admin", "ocr_ops", "ocr_inference", "ocr_embedded",
+                    "contract", "triton_models/ocr_pipeline", "triton_models/repository",
+                    "deploy/gunicorn.conf.py")
+#: Upper-case names in that code that are not settings: request headers (Django's META
+#: names), Django's own bootstrap variable, the tests' Chromium.
+NOT_SETTINGS = {"HTTP_X_FORWARDED_FOR", "HTTP_X_FORWARDED_PROTO", "DJANGO_SETTINGS_MODULE",
+                "OCR_TEST_CHROMIUM"}
+SETTING_NAME = re.compile(r"[\"']((?:OCR|TRITON|DJANGO|GUNICORN|HTTP|LOG|DATABASE|CACHE|"
+                          r"PROMETHEUS|TESSDATA)_[A-Z0-9_]+|OCR_ENGINE)[\"']")
+
+
+def settings_read_from_environment() -> set[str]:
+    """Every environment variable the product reads: each string literal of its code that looks
+    like a setting (``OCR_…``, ``TRITON_…``, ``DJANGO_…``, ``GUNICORN_…``…)."""
+    names = set()
+    for source in SETTINGS_SOURCES:
+        path = ROOT / source
+        for file in ([path] if path.is_file() else path.rglob("*.py")):
+            names |= set(SETTING_NAME.findall(file.read_text()))
+    return names - NOT_SETTINGS
+
+
+class _ComposeLoader(yaml.SafeLoader):
+    """YAML loader for compose files: knows compose's ``!reset`` and ``!override`` tags."""
+
+
+_ComposeLoader.add_constructor("!reset", lambda loader, node: {"!reset": True})
+_ComposeLoader.add_constructor(
+    "!override", lambda loader, node: loader.construct_mapping(node)
+    if isinstance(node, yaml.MappingNode) else loader.construct_sequence(node))
+
+
+def compose(name: str = "docker-compose.yml") -> dict:
+    """A compose file of deploy/, parsed."""
+    return yaml.load((DEPLOY / name).read_text(), Loader=_ComposeLoader)
+
+
+def size_bytes(text: str) -> int:
+    """Docker's size strings: ``2gb``, ``512m``, ``67108864``."""
+    match = re.fullmatch(r"(\d+)\s*([kmg]?)i?b?", str(text).lower())
+    assert match, text
+    return int(match.group(1)) * 1024 ** " kmg".index(match.group(2) or " ")
+
+
+def k8s_quantity_bytes(text: str) -> int:
+    """Kubernetes binary quantities: ``2Gi``, ``512Mi``."""
+    match = re.fullmatch(r"(\d+)(Ki|Mi|Gi)?", str(text))
+    assert match, text
+    return int(match.group(1)) * {None: 1, "Ki": 1024, "Mi": 1024**2, "Gi": 1024**3}[match.group(2)]
+
+
+TRITON_START = [sys.executable, "-m", "ocr_pipeline.tritonserver"]
+
+
+@cache
+def triton_command(flavour: str, extra: str = "") -> tuple[str, ...]:
+    """The tritonserver arguments the Triton image's start command (``python3 -m
+    ocr_pipeline.tritonserver``) really passes, to a stand-in binary."""
+    with tempfile.TemporaryDirectory() as tmp:
+        fake = Path(tmp) / "tritonserver"
+        fake.write_text('#!/bin/sh\nfor arg in "$@"; do echo "$arg"; done\n')
+        fake.chmod(0o755)
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("TRITON_")}
+        environ.update(PATH=f"{tmp}:{os.environ['PATH']}", OCR_TRITON_FLAVOUR=flavour,
+                       TRITON_EXTRA_ARGS=extra)
+        done = subprocess.run(TRITON_START, env=environ, capture_output=True, text=True,
+                              timeout=30)
+    assert done.returncode == 0, done.stderr
+    return tuple(done.stdout.splitlines())
+
+
+def flag(arguments, name: str) -> list[str]:
+    """Values of ``--name=value`` flags."""
+    return [a.split("=", 1)[1] for a in arguments if a.startswith(f"--{name}=")]
+
+def flavours() -> set[str]:
+    """The repository's flavours: cpu (each config.pbtxt) and every configs/<name>.pbtxt."""
+    return {"cpu"} | {p.stem for p in REPOSITORY.glob("*/configs/*.pbtxt")}
+
+
+def model_config(model: str, flavour: str) -> model_config_pb2.ModelConfig:
+    """The config Triton loads for ``model`` with ``--model-config-name=<flavour>``."""
+    custom = REPOSITORY / model / "configs" / f"{flavour}.pbtxt"
+    path = custom if flavour != "cpu" and custom.exists() else REPOSITORY / model / "config.pbtxt"
+    return text_format.Parse(path.read_text(), model_config_pb2.ModelConfig())
+
+
+def minimum_shared_memory() -> int:
+    """/dev/shm the Python backend needs at start: one pool per Python model instance, in the
+    flavour with the most of them."""
+    pool = int(flag(triton_command("cpu"), "backend-config")[0].rsplit("=", 1)[1])
+    models = [p.parent.name for p in REPOSITORY.glob("*/config.pbtxt")]
+    instances = []
+    for flavour in flavours():
+        configs = [model_config(model, flavour) for model in models]
+        instances.append(sum(sum(g.count for g in c.instance_group) or 1
+                             for c in configs if c.backend == "python"))
+    assert max(instances) >= 2
+    return max(instances) * pool
+
+
+# --- Kubernetes ---------------------------------------------------------------------------
+
+def test_kustomization_lists_every_manifest_and_renders():
+    listed = yaml.safe_load((K8S / "kustomization.yaml").read_text())["resources"]
+    on_disk = {p.name for p in K8S.glob("*.yaml")} - {"kustomization.yaml"}
+    assert set(listed) == on_disk
+    kinds = {(doc["kind"], doc["metadata"]["name"]) for doc in rendered()}
+    assert {("Deployment", "ocr-gateway"), ("Deployment", "ocr-triton"),
+            ("Service", "ocr-gateway"), ("Service", "ocr-triton-headless"),
+            ("Ingress", "ocr-gateway"), ("HorizontalPodAutoscaler", "ocr-gateway"),
+            ("HorizontalPodAutoscaler", "ocr-triton"), ("Job", "ocr-gateway-migrate"),
+            ("ConfigMap", "ocr-settings"), ("Secret", "ocr-secrets"),
+            ("CronJob", "ocr-audit-purge"), ("NetworkPolicy", "ocr-triton")} <= kinds
+
+
+def test_every_manifest_validates_against_the_kubernetes_schemas_offline():
+    errors = []
+    for doc in rendered():
+        try:
+            kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            path = ".".join(str(p) for p in exc.path)
+            errors.append(f"{doc['kind']}/{doc['metadata']['name']}: {path}: {exc.message}")
+    assert not errors, "\n".join(errors)
+
+
+def test_the_schema_check_catches_a_misspelt_field():
+    deployment = resource("Deployment", "ocr-gateway")
+    container(deployment, "gateway")["livenesProbe"] = {"httpGet": {"path": "/", "port": 80}}
+    with pytest.raises(kubernetes_validate.ValidationError, match="livenesProbe"):
+        kubernetes_validate.validate(deployment, K8S_VERSION, strict=True)
+
+
+def test_render_refuses_kustomize_features_it_does_not_implement(tmp_path):
+    (tmp_path / "kustomization.yaml").write_text("resources: []\npatches: []\n")
+    with pytest.raises(ValueError, match="patches"):
+        render_kustomization(tmp_path)
+
+
+def test_everything_lands_in_the_kustomization_namespace():
+    namespace = yaml.safe_load((K8S / "kustomization.yaml").read_text())["namespace"]
+    assert resource("Namespace", namespace)
+    for doc in rendered():
+        if doc["kind"] not in CLUSTER_SCOPED_KINDS:
+            assert doc["metadata"]["namespace"] == namespace, doc["metadata"]["name"]
+        assert doc["metadata"]["labels"]["app.kubernetes.io/part-of"] == "ocr-gateway"
+
+
+def test_images_are_set_by_kustomize():
+    images = {c["image"] for doc in rendered() for c in all_containers(doc)}
+    assert images == {"registry.example.com/ocr/ocr-gateway:1.0.0",
+                      "registry.example.com/ocr/ocr-triton:1.0.0"}
+
+
+def test_workloads_select_their_own_pods_only():
+    workloads = [doc for doc in rendered() if pod_template(doc)]
+    assert len(workloads) == 4
+    for doc in workloads:
+        labels = pod_template(doc)["metadata"]["labels"]
+        selector = doc["spec"].get("selector", {}).get("matchLabels", labels)
+        assert selector.items() <= labels.items(), doc["metadata"]["name"]
+        others = [other["metadata"]["name"] for other in workloads if other is not doc
+                  and selector.items() <= pod_template(other)["metadata"]["labels"].items()]
+        assert not others, f"{doc['metadata']['name']}'s selector also matches {others}"
+
+
+def _selected_workload(selector: dict) -> dict:
+    matches = [doc for doc in rendered() if doc["kind"] == "Deployment"
+               and selector.items() <= doc["spec"]["template"]["metadata"]["labels"].items()]
+    assert len(matches) == 1, f"selector {selector} matches {len(matches)} Deployments"
+    return matches[0]
+
+
+def test_services_route_to_the_deployments_container_ports():
+    routes = {}
+    for service in (d for d in rendered() if d["kind"] == "Service"):
+        workload = _selected_workload(service["spec"]["selector"])
+        for port in service["spec"]["ports"]:
+            routes[(service["metadata"]["name"], port["port"])] = (
+                workload["metadata"]["name"], container_port(workload, port["targetPort"]))
+    assert routes == {
+        ("ocr-gateway", 80): ("ocr-gateway", 8000),
+        ("ocr-triton-headless", 8001): ("ocr-triton", 8001),
+        ("ocr-triton-headless", 8000): ("ocr-triton", 8000),
+        ("ocr-triton-headless", 8002): ("ocr-triton", 8002),
+    }
+
+
+def test_gateway_balances_over_every_triton_pod_through_the_headless_service():
+    from ocr_inference.client import CHANNEL_ARGS
+
+    url = settings_configmap()["TRITON_GRPC_URL"]
+    match = re.fullmatch(r"dns:///([a-z0-9-]+):(\d+)", url)
+    assert match, f"TRITON_GRPC_URL {url!r} is not a dns:/// target"
+    service = resource("Service", match.group(1))
+    assert service["spec"]["clusterIP"] == "None"
+    grpc = [p for p in service["spec"]["ports"] if p["port"] == int(match.group(2))]
+    assert grpc and grpc[0]["name"] == "grpc"
+    triton = _selected_workload(service["spec"]["selector"])
+    assert triton["metadata"]["name"] == "ocr-triton"
+    assert container_port(triton, grpc[0]["targetPort"]) == int(flag(triton_command("gpu"), "grpc-port")[0])
+    # dns:/// alone resolves every address; round_robin makes the channel use them all.
+    assert ("grpc.lb_policy_name", "round_robin") in CHANNEL_ARGS
+    metrics = settings_configmap()["TRITON_METRICS_URL"]
+    assert metrics == f"http://{match.group(1)}:8002/metrics"
+
+
+def test_gateway_and_migration_job_read_the_configmap_and_secret():
+    sources = {"configMapRef": "ocr-settings", "secretRef": "ocr-secrets"}
+    for doc in (resource("Deployment", "ocr-gateway"), resource("Job", "ocr-gateway-migrate"),
+                resource("CronJob", "ocr-audit-purge")):
+        for c in all_containers(doc):
+            assert [{k: v["name"]} for e in c["envFrom"] for k, v in e.items()] == \
+                [{k: v} for k, v in sources.items()], c["name"]
+    assert resource("Secret", "ocr-secrets")["stringData"].keys() == {"DJANGO_SECRET_KEY", "DATABASE_URL"}
+    # Committed values are placeholders, never real secrets.
+    assert all("REPLACE-ME" in v for v in resource("Secret", "ocr-secrets")["stringData"].values())
+
+
+def container_environment(doc: dict, name: str, pod_ip: str) -> dict[str, str]:
+    """A container's environment as the kubelet builds it: envFrom first, then env in order,
+    each value's $(VAR) expanded from what is defined so far; env overrides envFrom."""
+    environment = {}
+    c = container(doc, name)
+    for source in c.get("envFrom", []):
+        if "configMapRef" in source:
+            environment.update(resource("ConfigMap", source["configMapRef"]["name"])["data"])
+        if "secretRef" in source:
+            environment.update(resource("Secret", source["secretRef"]["name"])["stringData"])
+    for variable in c.get("env", []):
+        if "value" in variable:
+            value = re.sub(r"\$\((\w+)\)", lambda m: environment.get(m.group(1), m.group(0)),
+                           variable["value"])
+        else:
+            assert variable["valueFrom"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+            value = pod_ip
+        environment[variable["name"]] = value
+    return environment
+
+
+def test_gateway_probes_hit_real_urls_with_an_allowed_host():
+    from django.urls import resolve
+
+    deployment = resource("Deployment", "ocr-gateway")
+    gateway = container(deployment, "gateway")
+    probes = {kind: gateway[kind]["httpGet"] for kind in ("livenessProbe", "readinessProbe")}
+    assert probes["livenessProbe"]["path"] == "/api/health"
+    assert probes["readinessProbe"]["path"] == "/api/ready"
+    # Probes (and Prometheus) send Host: <pod IP>; Django must accept it.
+    allowed = container_environment(deployment, "gateway", "10.4.2.7")["DJANGO_ALLOWED_HOSTS"]
+    assert allowed.split(",") == settings_configmap()["DJANGO_ALLOWED_HOSTS"].split(",") + ["10.4.2.7"]
+    for probe in probes.values():
+        assert resolve(probe["path"]).url_name in ("health", "ready")
+        assert container_port(deployment, probe["port"]) == 8000
+        assert "httpHeaders" not in probe
+    annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+    assert (annotations["prometheus.io/path"], int(annotations["prometheus.io/port"])) == (
+        "/metrics", container_port(deployment, "http"))
+    # A busy gateway is not restarted: liveness gives up only after the longest inference.
+    liveness = gateway["livenessProbe"]
+    timeout_s = float(settings_configmap()["TRITON_TIMEOUT_S"])
+    assert liveness["periodSeconds"] * liveness["failureThreshold"] > timeout_s
+    assert gateway["resources"]["requests"]["cpu"]  # the CPU HPA's 100 %
+
+
+def test_gateway_pods_outlive_their_in_flight_requests():
+    deployment = resource("Deployment", "ocr-gateway")
+    gateway = container(deployment, "gateway")
+    graceful = gunicorn_settings(settings_configmap())["graceful_timeout"]
+    pre_stop = int(gateway["lifecycle"]["preStop"]["exec"]["command"][-1])
+    assert pod_spec(deployment)["terminationGracePeriodSeconds"] > pre_stop + graceful
+    assert deployment["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+    waits = pod_spec(deployment)["initContainers"][0]["command"][-1]
+    assert "manage.py migrate --check" in waits
+
+
+def test_triton_pod_gets_a_gpu_probes_metrics_and_shared_memory():
+    deployment = resource("Deployment", "ocr-triton")
+    triton = container(deployment, "triton")
+    assert triton["resources"]["limits"]["nvidia.com/gpu"] == 1
+    assert triton["resources"]["requests"]["nvidia.com/gpu"] == 1
+    arguments = triton_command("gpu")
+    http_port = int(flag(arguments, "http-port")[0])
+    assert triton["livenessProbe"]["httpGet"]["path"] == "/v2/health/live"
+    for probe in ("readinessProbe", "startupProbe"):
+        assert triton[probe]["httpGet"]["path"] == "/v2/health/ready"
+    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+        assert container_port(deployment, triton[probe]["httpGet"]["port"]) == http_port
+    annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/scrape"] == "true"
+    assert annotations["prometheus.io/path"] == "/metrics"
+    assert int(annotations["prometheus.io/port"]) == container_port(deployment, "metrics") \
+        == int(flag(arguments, "metrics-port")[0])
+    mounts = {m["mountPath"]: m["name"] for m in triton["volumeMounts"]}
+    shm = {v["name"]: v for v in pod_spec(deployment)["volumes"]}[mounts["/dev/shm"]]["emptyDir"]
+    assert shm["medium"] == "Memory"
+    assert k8s_quantity_bytes(shm["sizeLimit"]) >= minimum_shared_memory()
+
+
+def test_hpas_scale_the_deployments_they_name():
+    gateway, triton = resource("HorizontalPodAutoscaler", "ocr-gateway"), resource(
+        "HorizontalPodAutoscaler", "ocr-triton")
+    assert gateway["spec"]["scaleTargetRef"]["name"] == "ocr-gateway"
+    assert gateway["spec"]["metrics"][0]["resource"]["name"] == "cpu"
+    assert triton["spec"]["scaleTargetRef"]["name"] == "ocr-triton"
+    metric = triton["spec"]["metrics"][0]
+    assert metric["type"] == "Pods"
+    # The adapter rule that produces the metric is written out next to it, from Triton's
+    # queue-time counter.
+    text = (K8S / "triton-hpa.yaml").read_text()
+    assert f'as: "{metric["pods"]["metric"]["name"]}"' in text
+    assert "rate(nv_inference_queue_duration_us{" in text
+    for hpa in (gateway, triton):
+        target = resource("Deployment", hpa["spec"]["scaleTargetRef"]["name"])
+        assert "replicas" not in target["spec"], "the HPA owns the replica count"
+        assert hpa["spec"]["minReplicas"] >= 1
+
+
+def test_ingress_routes_the_api_admin_and_static_files_but_not_metrics():
+    from django.conf import settings
+    from django.urls import resolve
+
+    ingress = resource("Ingress", "ocr-gateway")
+    rule = ingress["spec"]["rules"][0]
+    paths = {p["path"]: p for p in rule["http"]["paths"]}
+    assert set(paths) == {"/api", "/admin", "/static"}
+    assert resolve("/api/health") and resolve("/admin/")
+    assert "/" + settings.STATIC_URL.strip("/") == "/static"
+    assert not any("/metrics".startswith(path) for path in paths)
+    for path in paths.values():
+        assert path["pathType"] == "Prefix"
+        backend = path["backend"]["service"]
+        service = resource("Service", backend["name"])
+        assert backend["name"] == "ocr-gateway"
+        assert backend["port"]["name"] in {p["name"] for p in service["spec"]["ports"]}
+    assert rule["host"] in settings_configmap()["DJANGO_ALLOWED_HOSTS"].split(",")
+    body_cap = int(settings_configmap()["OCR_MAX_UPLOAD_BYTES"])
+    annotations = ingress["metadata"]["annotations"]
+    assert size_bytes(annotations["nginx.ingress.kubernetes.io/proxy-body-size"]) > body_cap
+    assert int(annotations["nginx.ingress.kubernetes.io/proxy-read-timeout"]) > float(
+        settings_configmap()["TRITON_TIMEOUT_S"])
+
+
+def test_migration_job_migrates_with_the_gateway_image():
+    job = resource("Job", "ocr-gateway-migrate")
+    migrate = container(job, "migrate")
+    assert migrate["command"] == ["python", "manage.py", "migrate", "--no-input"]
+    assert migrate["image"] == container(resource("Deployment", "ocr-gateway"), "gateway")["image"]
+
+
+def test_audit_purge_runs_an_existing_command_with_the_gateway_image():
+    purge = container(resource("CronJob", "ocr-audit-purge"), "purge")
+    assert purge["command"][:2] == ["python", "manage.py"]
+    command = ROOT / "ocr_api" / "management" / "commands" / f"{purge['command'][2]}.py"
+    assert command.is_file(), f"no management command {purge['command'][2]}"
+    assert purge["image"] == container(resource("Deployment", "ocr-gateway"), "gateway")["image"]
+
+
+def test_only_the_gateway_reaches_tritons_grpc_port():
+    policy = resource("NetworkPolicy", "ocr-triton")
+    assert _selected_workload(policy["spec"]["podSelector"]["matchLabels"])["metadata"]["name"] == "ocr-triton"
+    grpc_from = [rule["from"] for rule in policy["spec"]["ingress"]
+                 if {"port": "grpc"} in rule["ports"]]
+    assert grpc_from == [[{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "ocr-gateway"}}}]]
+    assert not any({"port": "http"} in rule["ports"] for rule in policy["spec"]["ingress"])
+
+
+# --- Triton image -------------------------------------------------------------------------
+
+
+
+def test_triton_image_pins_a_release_whose_python_runs_ocr_pipeline():
+    tag = [a.split("=", 1)[1] for a in instruction_args("Dockerfile.triton", "ARG")
+           if a.startswith("TRITON_TAG=")]
+    assert len(tag) == 1
+    match = re.fullmatch(r"(\d\d)\.(\d\d)-py3", tag[0])
+    assert match, f"TRITON_TAG {tag[0]!r} is not a pinned NGC release"
+    assert instruction_args("Dockerfile.triton", "FROM") == ["nvcr.io/nvidia/tritonserver:${TRITON_TAG}"]
+    # Releases before 24.12 ship Python 3.10; ocr_pipeline requires a newer one.
+    requires = tomllib.loads((ROOT / "triton_models" / "pyproject.toml").read_text())["project"][
+        "requires-python"]
+    assert requires == ">=3.11"
+    assert (int(match.group(1)), int(match.group(2))) >= (24, 12)
+
+
+def test_triton_image_installs_ocr_pipeline_and_fetches_verified_weights():
+    runs = instruction_args("Dockerfile.triton", "RUN")
+    installs = [t for run in runs for t in pip_install_targets(run)]
+    # The contract first (triton_models depends on it), then the model code with its extras.
+    assert installs == [["./contract", "./triton_models${extras}"]]
+    install_run = next(run for run in runs if "pip install" in run)
+    extras = {flavour: value for patterns, value in re.findall(r"([\w|]+)\) extras=\"([^\"]*)\"",
+                                                               install_run)
+              for flavour in patterns.split("|")}
+    optional = tomllib.loads((ROOT / "triton_models" / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    # Every flavour builds; only gpu runs the networks outside Python, without the cpu engines.
+    assert extras == {flavour: "" if flavour == "gpu" else "[cpu]" for flavour in flavours()}
+    assert "cpu" in optional
+    assert "COPY triton_models/repository /models" in [
+        f"{k} {a}" for k, a in dockerfile("Dockerfile.triton")]
+    fetch = [run for run in runs if "ocr_pipeline.weights" in run]
+    assert len(fetch) == 1 and "python3 -m ocr_pipeline.weights --repository /models" in fetch[0]
+    assert flag(triton_command("gpu"), "model-repository") == ["/models"]
+    assert "FLAVOUR=gpu" in instruction_args("Dockerfile.triton", "ARG")
+    assert "OCR_TRITON_FLAVOUR=${FLAVOUR}" in instruction_args("Dockerfile.triton", "ENV")
+
+
+@pytest.mark.parametrize("flavour", sorted(flavours()))
+def test_triton_starts_the_ensemble_in_explicit_mode(flavour):
+    arguments = triton_command(flavour)
+    assert flag(arguments, "model-control-mode") == ["explicit"]
+    assert flag(arguments, "load-model") == ["ensemble_ocr", "recognizer", "tesseract"]
+    assert (REPOSITORY / "ensemble_ocr" / "config.pbtxt").is_file()
+    assert flag(arguments, "allow-metrics") == ["true"]
+    assert int(flag(arguments, "backend-config")[0].rsplit("=", 1)[1]) >= 64 * 1024 * 1024
+    assert flag(arguments, "model-config-name") == ([] if flavour == "cpu" else [flavour])
+    # Rate-limiter resources in a config only take effect with the rate limiter on.
+    models = [p.parent.name for p in REPOSITORY.glob("*/config.pbtxt")]
+    if any(group.HasField("rate_limiter") for model in models
+           for group in model_config(model, flavour).instance_group):
+        assert flag(arguments, "rate-limit") == ["execution_count"]
+
+
+def test_gpu_flavour_puts_the_networks_on_the_gpu_and_extra_flags_pass_through():
+    on_gpu = {model for model in (p.parent.name for p in REPOSITORY.glob("*/config.pbtxt"))
+              if any(g.kind == model_config_pb2.ModelInstanceGroup.KIND_GPU
+                     for g in model_config(model, "gpu").instance_group)}
+    assert on_gpu == {"craft", "refinenet", "recognizer"}
+    assert flag(triton_command("gpu"), "model-config-name") == ["gpu"]
+    assert triton_command("gpu", "--log-verbose=1")[-1] == "--log-verbose=1"
+
+
+def test_triton_start_command_refuses_an_unknown_flavour():
+    done = subprocess.run(TRITON_START, capture_output=True, text=True,
+                          env=dict(os.environ, OCR_TRITON_FLAVOUR="tpu"), timeout=30)
+    assert done.returncode == 2 and "cpu, batched, gpu" in done.stderr
+
+
+# --- gateway image ------------------------------------------------------------------------
+
+def test_gateway_image_installs_what_make_setup_installs_minus_dev_extras():
+    makefile = (ROOT / "Makefile").read_text()
+    make_targets = [t for line in makefile.splitlines() if "pip install" in line
+                    for t in pip_install_targets(line.replace("$(BIN)/python", "python"))]
+    make_project = [split_extras(t) for targets in make_targets for t in targets
+                    if split_extras(t)[0] == "."]
+    assert len(make_project) == 1, "the Makefile installs the project once"
+    optional = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert DEV_ONLY_EXTRAS <= optional.keys()
+
+    runs = instruction_args("Dockerfile.gateway", "RUN")
+    installs = [t for run in runs for t in pip_install_targets(run)]
+    project = [split_extras(t) for targets in installs for t in targets
+               if t not in ("pip", "./contract")]
+    assert project == [(".", make_project[0][1] - DEV_ONLY_EXTRAS)]
+    # No second dependency list: nothing but the contract, the project (and pip itself).
+    assert all(t in ("./contract", ".", "pip") for targets in installs for t in targets)
+    assert any("./contract" in targets for targets in make_targets)
+    assert not re.search(r"requirements|constraints|\s-[rc]\s", " ".join(runs))
+    # In place (-e), like make setup: the code runs from the copied tree, subpackages and all.
+    editable = r'-m pip install [^&;]*-e "\.(\[[^\]]*\])?"'
+    assert re.search(editable, makefile) and any(re.search(editable, run) for run in runs)
+    copies = instruction_args("Dockerfile.gateway", "COPY")
+    assert any(c.split()[0] == "pyproject.toml" for c in copies)
+
+
+def test_gateway_image_serves_with_gunicorn_as_a_non_root_user():
+    instructions = dockerfile("Dockerfile.gateway")
+    assert instructions[-1] == ("CMD", '["gunicorn", "--config", "deploy/gunicorn.conf.py", '
+                                       '"gateway.wsgi:application"]')
+    assert "application = " in (ROOT / "gateway" / "wsgi.py").read_text()
+    users = instruction_args("Dockerfile.gateway", "USER")
+    assert users and users[-1] not in ("root", "0")
+    assert any("collectstatic --no-input" in run for run in instruction_args("Dockerfile.gateway", "RUN"))
+    health = instruction_args("Dockerfile.gateway", "HEALTHCHECK")
+    assert len(health) == 1 and "/api/health" in health[0] and "'Host': 'localhost'" in health[0]
+    # The image's Python satisfies the project's requirement.
+    version = [a.split("=", 1)[1] for a in instruction_args("Dockerfile.gateway", "ARG")
+               if a.startswith("PYTHON_VERSION=")][0]
+    assert tuple(map(int, version.split("."))) >= (3, 11)
+    assert all(f.startswith("python:${PYTHON_VERSION}-slim") for f in
+               (a.split()[0] for a in instruction_args("Dockerfile.gateway", "FROM")))
+
+
+@pytest.mark.parametrize("name", ["Dockerfile.gateway", "Dockerfile.triton"])
+def test_every_copied_path_exists_and_passes_the_dockerignore(name):
+    ignore = [line for line in (DEPLOY / f"{name}.dockerignore").read_text().splitlines()
+              if line and not line.startswith("#")]
+    assert ignore[0] == "*", "allow-list: the context starts empty (no .venv, no weights)"
+    allowed = [line[1:] for line in ignore if line.startswith("!")]
+    for arguments in instruction_args(name, "COPY"):
+        if arguments.startswith("--from"):
+            continue  # from another build stage, not the context
+        words = [w for w in arguments.split() if not w.startswith("--")]
+        for source in words[:-1]:
+            assert (ROOT / source).exists(), f"{name} copies {source}, which does not exist"
+            assert any(source == a or source.startswith(a + "/") for a in allowed), source
+
+
+# --- gunicorn -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("timeout_s", ["5", "30", "120"])
+def test_gunicorn_workers_outlive_the_inference_timeout(timeout_s):
+    conf = gunicorn_settings({"TRITON_TIMEOUT_S": timeout_s, "GUNICORN_TIMEOUT": "1"})
+    assert conf["worker_class"] == "gthread"
+    assert conf["timeout"] > float(timeout_s)
+    assert conf["graceful_timeout"] > float(timeout_s)
+
+
+def test_gunicorn_reads_workers_and_threads_from_the_environment():
+    conf = gunicorn_settings({"GUNICORN_WORKERS": "3", "GUNICORN_THREADS": "16", "HTTP_PORT": "9000"})
+    assert (conf["workers"], conf["threads"], conf["bind"]) == (3, 16, "0.0.0.0:9000")
+
+
+# --- docker compose and .env.example ------------------------------------------------------
+
+def test_compose_services_start_in_health_gated_order():
+    services = compose()["services"]
+    assert set(services) == {"postgres", "triton", "migrate", "gateway"}
+    for name, service in services.items():
+        gates = service.get("depends_on", {})
+        assert "healthcheck" in service or gates, f"{name}: neither a healthcheck nor a gate"
+        for target, condition in gates.items():
+            wanted = condition["condition"]
+            assert wanted in ("service_healthy", "service_completed_successfully"), name
+            if wanted == "service_healthy":
+                assert "healthcheck" in services[target], f"{name} waits on {target}'s health"
+    assert services["gateway"]["depends_on"] == {
+        "postgres": {"condition": "service_healthy"},
+        "migrate": {"condition": "service_completed_successfully"},
+        "triton": {"condition": "service_healthy"},
+    }
+    assert services["migrate"]["command"] == ["python", "manage.py", "migrate", "--no-input"]
+    assert services["migrate"]["image"] == services["gateway"]["image"]
+    assert services["migrate"]["build"] == services["gateway"]["build"]
+
+
+def test_compose_healthchecks_probe_the_right_endpoints():
+    services = compose()["services"]
+    assert "/api/health" in " ".join(services["gateway"]["healthcheck"]["test"])
+    assert "127.0.0.1:8000/v2/health/ready" in " ".join(services["triton"]["healthcheck"]["test"])
+    assert "pg_isready" in " ".join(services["postgres"]["healthcheck"]["test"])
+
+
+def test_compose_gives_triton_the_gpus_and_enough_shared_memory():
+    triton = compose()["services"]["triton"]
+    devices = triton["deploy"]["resources"]["reservations"]["devices"]
+    assert devices == [{"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]
+    assert size_bytes(triton["shm_size"]) >= minimum_shared_memory()
+    assert triton["build"]["dockerfile"] == "deploy/Dockerfile.triton"
+    assert (DEPLOY / triton["build"]["context"] / triton["build"]["dockerfile"]).is_file()
+    cpu = compose("docker-compose.cpu.yml")["services"]["triton"]
+    assert cpu["build"]["args"]["FLAVOUR"] == "cpu" and cpu["deploy"] == {"!reset": True}
+
+
+def test_compose_gateway_balances_over_triton_and_uses_postgres():
+    services = compose()["services"]
+    environment = services["gateway"]["environment"]
+    assert environment["TRITON_GRPC_URL"] == "dns:///triton:{}".format(
+        flag(triton_command("gpu"), "grpc-port")[0])
+    assert re.fullmatch(r"postgres://\$\{POSTGRES_USER[^}]*\}:\$\{POSTGRES_PASSWORD[^}]*\}"
+                        r"@postgres:5432/\$\{POSTGRES_DB[^}]*\}", environment["DATABASE_URL"])
+    assert environment["DATABASE_URL"] == services["migrate"]["environment"]["DATABASE_URL"]
+    graceful = gunicorn_settings(env_file(DEPLOY / ".env.example")[0])["graceful_timeout"]
+    assert int(services["gateway"]["stop_grace_period"].rstrip("s")) > graceful
+
+
+def test_env_example_lists_every_setting_the_product_reads():
+    names = settings_read_from_environment()
+    assert {"DATABASE_URL", "DJANGO_SECRET_KEY", "TRITON_GRPC_URL", "GUNICORN_WORKERS",
+            "OCR_ENGINE_PRECISION", "OCR_CANVAS", "TESSDATA_PREFIX"} <= names  # the scan works
+    values, commented = env_file(DEPLOY / ".env.example")
+    assert names - values.keys() - commented == set()
+
+
+def test_env_example_gives_every_limit_its_contract_default():
+    values, commented = env_file(DEPLOY / ".env.example")
+    for limit in LIMITS:
+        assert values.get(limit.setting) == str(limit.default), limit.setting
+
+
+def test_env_example_covers_compose_and_overrides_nothing_the_image_fixes():
+    values, commented = env_file(DEPLOY / ".env.example")
+    referenced = set()
+    for name in ("docker-compose.yml", "docker-compose.cpu.yml"):
+        referenced |= set(re.findall(r"\$\{([A-Z][A-Z0-9_]*)", (DEPLOY / name).read_text()))
+    assert referenced - values.keys() == set()
+    image_env = set(re.findall(r"\b([A-Z][A-Z0-9_]*)=", " ".join(
+        instruction_args("Dockerfile.gateway", "ENV")))) - {"PATH"}
+    # Compose fixes a gateway variable unless it only passes the same .env entry through.
+    set_by_compose = {name for name, value in compose()["services"]["gateway"]["environment"].items()
+                      if not re.fullmatch(r"\$\{" + name + r"(:[-?][^}]*)?\}", str(value))}
+    assert {"DATABASE_URL", "TRITON_GRPC_URL", "HTTP_PORT"} <= set_by_compose
+    assert {"OCR_VAR_DIR", "DJANGO_STATIC_ROOT", "HTTP_PORT"} <= image_env
+    assert values.keys() & (image_env | set_by_compose) == set()
+    assert "localhost" in values["DJANGO_ALLOWED_HOSTS"].split(",")
+    assert values["DJANGO_SECRET_KEY"] == values["POSTGRES_PASSWORD"] == ""
+    for value in (values["OCR_TRUSTED_PROXIES"], settings_configmap()["OCR_TRUSTED_PROXIES"]):
+        for network in filter(None, value.split(",")):
+            ipaddress.ip_network(network)
+
+
+# --- runbook ------------------------------------------------------------------------------
+
+def test_runbook_covers_the_operations_with_real_commands_and_paths():
+    text = (DEPLOY / "README.md").read_text()
+    for needed in ("docker compose -f deploy/docker-compose.yml", "kubectl apply -k deploy/k8s",
+                   "/v2/repository/models/ensemble_ocr/load", "nv_inference_request_success",
+                   "nv_inference_queue_duration_us", "nv_inference_compute_infer_duration_us",
+                   "nvidia-ctk", "--scale"):
+        assert needed in text, needed
+    commands = set(re.findall(r"manage\.py (\w+)", text))
+    available = {p.stem for p in ROOT.glob("ocr_*/management/commands/*.py")}
+    assert "create_api_key" in commands
+    assert commands - available - {"migrate", "createsuperuser", "collectstatic", "check"} == set()
+    # deploy/.env is the operator's copy of .env.example, never committed.
+    for path in set(re.findall(r"(?<!exec )\bdeploy/[\w./-]+\w", text)) - {"deploy/.env"}:
+        assert (ROOT / path).exists(), f"deploy/README.md names {path}, which does not exist"

@@ -1,0 +1,63 @@
+"""Test data and helpers shared by the test packages (fixtures are in conftest.py)."""
+
+import json
+from contextlib import contextmanager
+from pathlib import Path
+
+from django.conf import settings as django_settings
+
+from ocr_embedded.launcher import EmbeddedTriton
+
+DATA = Path(__file__).parent / "data"
+IMAGES = DATA / "images"
+IMAGE_NAMES = sorted(p.name for p in IMAGES.iterdir())
+
+
+def reference_boxes(long_side: int = 1280) -> dict:
+    """``tests/data/reference/craft_boxes_<long_side>.json``: image name -> entry."""
+    return json.loads((DATA / "reference" / f"craft_boxes_{long_side}.json").read_text())
+
+
+@contextmanager
+def running_triton(tmp_path_factory, name: str, repository: Path | None = None, **options):
+    """A started :class:`EmbeddedTriton` on free ports, logging into a fresh temp folder;
+    stopped on exit. ``options`` are EmbeddedTriton's (flavour, cache_bytes, env, ...)."""
+    server = EmbeddedTriton(
+        repository=repository or django_settings.TRITON_MODEL_REPOSITORY,
+        log_path=tmp_path_factory.mktemp(name) / "triton.log", **options)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+def python_backend_instances(repository: Path) -> int:
+    """Python-backend model instances a server of ``repository`` runs (cpu flavour): each has
+    its own stub process and shared-memory region."""
+    from google.protobuf import text_format
+    from tritonclient.grpc import model_config_pb2
+
+    count = 0
+    for path in Path(repository).glob("*/config.pbtxt"):
+        config = text_format.Parse(path.read_text(), model_config_pb2.ModelConfig())
+        if config.backend == "python":
+            count += sum(group.count or 1 for group in config.instance_group) or 1
+    return count
+
+
+def copy_repository(target: Path) -> Path:
+    """A private copy of the model repository (weights hard-linked, not copied) that a test
+    may change: add versions, edit configs."""
+    source = Path(django_settings.TRITON_MODEL_REPOSITORY)
+    for path in source.rglob("*"):
+        if "__pycache__" in path.parts:
+            continue
+        destination = target / path.relative_to(source)
+        if path.is_dir():
+            destination.mkdir(parents=True, exist_ok=True)
+        elif path.suffix == ".onnx":
+            destination.hardlink_to(path)
+        else:
+            destination.write_bytes(path.read_bytes())
+    return target

@@ -1,0 +1,132 @@
+"""Model control, versions and the response cache, against real Triton servers."""
+
+import shutil
+import threading
+
+import pytest
+import tritonclient.grpc as grpcclient
+from django.contrib.auth.models import User
+from django.core.management import call_command
+
+from tests.helpers import IMAGES, copy_repository, running_triton
+
+pytestmark = [pytest.mark.django_db, pytest.mark.triton]
+KOREAN = (IMAGES / "korean.png").read_bytes()
+#: Every model the server loads at start (the ensemble, its steps, what its BLS step calls).
+SERVED = ["craft", "ensemble_ocr", "postprocess", "preprocess", "recognize", "recognizer",
+          "refinenet", "tesseract"]
+
+
+@pytest.fixture(scope="module")
+def private_triton(tmp_path_factory):
+    """A Triton on a private repository copy that these tests change."""
+    repository = copy_repository(tmp_path_factory.mktemp("control") / "repository")
+    with running_triton(tmp_path_factory, "control-log", repository, cache_bytes=0) as server:
+        yield server
+
+
+@pytest.fixture
+def gateway(private_triton, settings):
+    settings.TRITON_GRPC_URL = private_triton.grpc_url
+    settings.TRITON_METRICS_URL = private_triton.metrics_url
+    return private_triton
+
+
+def ocr(client, data=KOREAN):
+    return client.post("/api/ocr", data=data, content_type="image/png")
+
+
+def test_models_endpoint_lists_versions_and_readiness(api_client, anonymous_client, gateway):
+    assert anonymous_client.get("/api/models").status_code == 401
+    body = api_client.get("/api/models").json()
+    assert body["models"] == [{"name": name, "version": "1", "state": "READY", "ready": True}
+                              for name in SERVED]
+    assert sorted(body["engines"]) == ["craft v1", "recognizer v1", "refinenet v1"]
+    assert all(engine.startswith("openvino ") for engine in body["engines"].values())
+    languages = {language["code"]: language["recognizer"] for language in body["languages"]}
+    assert (languages["en"], languages["ko"], len(languages)) == ("ppocr", "tesseract", 20)
+
+
+def test_management_command_unloads_and_loads(gateway, capsys):
+    call_command("triton_models", "unload", "ensemble_ocr", url=gateway.grpc_url)
+    listing = capsys.readouterr().out
+    assert "unload: ensemble_ocr: done" in listing
+    assert any(line.split()[:3] == ["ensemble_ocr", "1", "UNAVAILABLE"]
+               for line in listing.splitlines())
+    call_command("triton_models", "load", "ensemble_ocr", url=gateway.grpc_url)
+    assert any(line.split()[:3] == ["ensemble_ocr", "1", "READY"]
+               for line in capsys.readouterr().out.splitlines())
+
+
+def test_admin_page_shows_the_index_and_reloads(client, gateway):
+    assert client.get("/admin/triton/models/").status_code == 302        # login first
+    client.force_login(User.objects.create_superuser("ops", "ops@example.com", "pw-123-long"))
+    page = client.get("/admin/triton/models/").content.decode()
+    for name in SERVED:
+        assert f"<td>{name}</td><td>1</td><td>READY</td>" in page
+    response = client.post("/admin/triton/models/", {"model": "postprocess",
+                                                      "action": "unload"}, follow=True)
+    assert "Unloaded postprocess." in response.content.decode()
+    assert "<td>postprocess</td><td>1</td><td>UNAVAILABLE</td>" in response.content.decode()
+    response = client.post("/admin/triton/models/", {"model": "postprocess",
+                                                      "action": "load"}, follow=True)
+    assert "<td>postprocess</td><td>1</td><td>READY</td>" in response.content.decode()
+    index = client.get("/admin/").content.decode()
+    assert 'href="/admin/triton/models/"' in index
+
+
+def test_new_version_rolls_out_while_requests_flow(api_client, gateway):
+    repository = gateway.repository
+    results, errors = [], []
+
+    def roll_out():
+        try:
+            for model in ("craft", "ensemble_ocr"):
+                shutil.copytree(repository / model / "1", repository / model / "2",
+                                copy_function=lambda src, dst: shutil.copy2(src, dst))
+            control = grpcclient.InferenceServerClient(gateway.grpc_url)
+            control.load_model("craft")          # reload: v2 comes up, v1 retires
+            control.load_model("ensemble_ocr")
+            control.close()
+        except Exception as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    loader = threading.Thread(target=roll_out)
+    loader.start()
+    while loader.is_alive():
+        response = ocr(api_client)
+        results.append((response.status_code, response.json().get("model", {}).get("version")))
+    for _ in range(2):
+        response = ocr(api_client)
+        results.append((response.status_code, response.json()["model"]["version"]))
+    assert not errors
+    assert len(results) >= 3
+    assert all(status == 200 for status, _ in results), results
+    assert results[0][1] == "1" and results[-1][1] == "2" and results[-2][1] == "2"
+    models = api_client.get("/api/models").json()["models"]
+    ready = {(m["name"], m["version"]) for m in models if m["ready"]}
+    assert {("craft", "2"), ("ensemble_ocr", "2")} <= ready
+    assert ("craft", "1") not in ready
+
+
+def cache_hits(url: str) -> int:
+    client = grpcclient.InferenceServerClient(url)
+    stats = client.get_inference_statistics("ensemble_ocr", as_json=True)
+    client.close()
+    return sum(int(s["inference_stats"].get("cache_hit", {}).get("count", 0))
+               for s in stats["model_stats"])
+
+
+def test_second_identical_request_is_a_response_cache_hit(api_client, live_triton):
+    image = (IMAGES / "img_3.jpg").read_bytes()
+    before = cache_hits(live_triton.grpc_url)
+    first = ocr(api_client, image).json()
+    after_first = cache_hits(live_triton.grpc_url)
+    second = ocr(api_client, image).json()
+    assert cache_hits(live_triton.grpc_url) == after_first + 1
+    assert after_first in (before, before + 1)   # +1 only if an earlier test sent img_3.jpg
+    assert second["boxes"] == first["boxes"]
+    # Same bytes, other parameters: a different cache key, so computed again.
+    other = api_client.post("/api/ocr?low_text=0.45", data=image, content_type="image/jpeg")
+    assert other.status_code == 200
+    assert cache_hits(live_triton.grpc_url) == after_first + 1

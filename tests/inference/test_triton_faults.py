@@ -1,0 +1,104 @@
+"""Triton faults with a real server: killed, restarted, too slow, model unloaded."""
+
+import time
+from pathlib import Path
+
+import pytest
+import tritonclient.grpc as grpcclient
+from django.conf import settings as django_settings
+
+from ocr_api.models import OcrRequest
+from ocr_api.inference import get_client
+
+from tests.helpers import IMAGES, python_backend_instances, running_triton
+
+pytestmark = [pytest.mark.django_db, pytest.mark.triton]
+KOREAN = (IMAGES / "korean.png").read_bytes()
+
+
+@pytest.fixture(scope="module")
+def own_triton(tmp_path_factory):
+    """A Triton of this module's own: these tests kill it."""
+    with running_triton(tmp_path_factory, "faults", cache_bytes=0) as server:
+        yield server
+
+
+@pytest.fixture
+def gateway(own_triton, settings):
+    settings.TRITON_GRPC_URL = own_triton.grpc_url
+    settings.TRITON_METRICS_URL = own_triton.metrics_url
+    return own_triton
+
+
+def ocr(client):
+    return client.post("/api/ocr", data=KOREAN, content_type="image/png")
+
+
+def test_killed_triton_gives_503_then_recovers_in_the_same_process(api_client,
+                                                                    anonymous_client, gateway):
+    assert ocr(api_client).status_code == 200
+    client_before = get_client()
+
+    regions = gateway.stub_shm_regions()
+    assert len(regions) == python_backend_instances(gateway.repository) == 8   # one per stub
+    gateway.kill()
+    assert not any(Path("/dev/shm", region).exists() for region in regions)
+    started = time.monotonic()
+    response = ocr(api_client)
+    elapsed = time.monotonic() - started
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "inference_unavailable"
+    assert response["Retry-After"] == str(django_settings.TRITON_RETRY_AFTER_S)
+    assert elapsed < django_settings.TRITON_TIMEOUT_S
+    ready = anonymous_client.get("/api/ready")
+    assert ready.status_code == 503 and ready.json()["status"] == "unavailable"
+    assert OcrRequest.objects.get(request_id=response.json()["request_id"]).error_code == \
+        "inference_unavailable"
+
+    gateway.start()                                   # same ports, same gateway process
+    deadline = time.monotonic() + 30
+    while anonymous_client.get("/api/ready").status_code != 200:
+        assert time.monotonic() < deadline, "gateway did not see Triton come back"
+        time.sleep(0.5)
+    recovered = ocr(api_client)
+    assert recovered.status_code == 200 and len(recovered.json()["boxes"]) == 6
+    assert get_client() is client_before
+
+
+def test_deadline_gives_504(api_client, gateway, settings):
+    # The request reaches Triton and is being computed (~0.7 s on this CPU) when the
+    # gateway's deadline passes.
+    settings.TRITON_TIMEOUT_S = 0.25
+    response = ocr(api_client)
+    assert response.status_code == 504
+    assert response.json()["error"]["code"] == "inference_timeout"
+
+
+def test_unloaded_ensemble_gives_503_and_not_ready(api_client, anonymous_client, gateway):
+    control = grpcclient.InferenceServerClient(gateway.grpc_url)
+    control.unload_model("ensemble_ocr")
+    try:
+        response = ocr(api_client)
+        assert response.status_code == 503
+        assert response.json()["error"]["code"] == "inference_unavailable"
+        assert anonymous_client.get("/api/ready").status_code == 503
+    finally:
+        control.load_model("ensemble_ocr")
+        control.close()
+    assert ocr(api_client).status_code == 200
+
+
+def test_shared_memory_is_registered_again_after_triton_restarts(api_client, gateway, settings):
+    settings.TRITON_SHARED_MEMORY = True
+    assert ocr(api_client).status_code == 200            # region registered, image sent in it
+    status = grpcclient.InferenceServerClient(gateway.grpc_url)
+    assert len(status.get_system_shared_memory_status(as_json=True).get("regions", {})) == 1
+    status.close()
+
+    gateway.kill()
+    gateway.start()                                      # a new Triton knows no regions
+    assert ocr(api_client).status_code == 200            # lost: sent in the message instead
+    assert ocr(api_client).status_code == 200            # and the region registered again
+    status = grpcclient.InferenceServerClient(gateway.grpc_url)
+    assert len(status.get_system_shared_memory_status(as_json=True).get("regions", {})) == 1
+    status.close()

@@ -1,0 +1,178 @@
+"""Unit tests of the preprocessing (ocr_pipeline.imaging), no Triton."""
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from ocr_pipeline import imaging
+from ocr_pipeline.params import IMAGENET_MEAN, IMAGENET_STD
+
+from tests.helpers import DATA, IMAGES
+from tests.image_factory import (encode, marker_image, png_header_only, swapped_primaries_icc,
+                            with_orientation)
+
+WHITE = (255, 255, 255)
+
+
+def decode_pixels(data: bytes) -> np.ndarray:
+    image = imaging.decode_image(data)
+    assert image.mode == "RGB"
+    return np.asarray(image)
+
+
+# -- resize, pad, normalise ----------------------------------------------------------------
+
+def test_downscale_keeps_aspect_and_pads_to_multiple_of_32():
+    rgb = np.full((720, 1280, 3), 200, np.uint8)
+    padded, ratio = imaging.resize_and_pad(rgb, 640)
+    assert ratio == 0.5
+    assert padded.shape == (384, 640, 3)        # 360 rows of image, padded up to 384
+    assert padded.dtype == np.float32
+    assert (padded[:360] == 200).all()
+    assert (padded[360:] == 0).all()            # zero pixels below, before normalisation
+
+
+def test_upscale_truncates_target_size_like_the_reference():
+    rgb = np.zeros((420, 629, 3), np.uint8)
+    padded, ratio = imaging.resize_and_pad(rgb, 1280)
+    assert ratio == pytest.approx(1280 / 629)
+    assert int(420 * ratio) == 854
+    assert padded.shape == (864, 1280, 3)
+
+
+def test_square_canvas_is_long_side_by_long_side():
+    padded, ratio = imaging.resize_and_pad(np.zeros((100, 300, 3), np.uint8), 1000,
+                                           square_canvas=True)
+    assert padded.shape == (1024, 1024, 3)
+    assert ratio == pytest.approx(1000 / 300)
+
+
+def test_normalize_uses_imagenet_mean_and_std_in_nchw():
+    padded = np.zeros((32, 64, 3), np.float32)
+    padded[0, 0] = np.array(IMAGENET_MEAN) * 255
+    tensor = imaging.normalize(padded)
+    assert tensor.shape == (1, 3, 32, 64) and tensor.dtype == np.float32
+    np.testing.assert_allclose(tensor[0, :, 0, 0], 0.0, atol=1e-5)
+    expected_pad = -np.array(IMAGENET_MEAN) / np.array(IMAGENET_STD)
+    np.testing.assert_allclose(tensor[0, :, 5, 5], expected_pad, rtol=1e-5)
+
+
+def test_prepare_image_on_a_real_file():
+    prepared = imaging.prepare_image((IMAGES / "img_1.jpg").read_bytes(), 1280)
+    assert (prepared.width, prepared.height) == (1280, 720)
+    assert prepared.ratio == 1.0
+    assert prepared.tensor.shape == (1, 3, 736, 1280)
+
+
+def test_webp_with_a_jpg_name_decodes_from_its_content():
+    image = imaging.decode_image((IMAGES / "idcard2_webp_named.jpg").read_bytes())
+    assert image.size == (1000, 630)
+
+
+# -- image modes ---------------------------------------------------------------------------
+
+def test_rgba_transparency_is_composited_over_white():
+    image = Image.new("RGBA", (16, 16), (0, 0, 0, 0))
+    image.putpixel((1, 1), (0, 0, 0, 255))
+    image.putpixel((2, 2), (0, 0, 0, 128))
+    pixels = decode_pixels(encode(image))
+    assert tuple(pixels[0, 0]) == WHITE
+    assert tuple(pixels[1, 1]) == (0, 0, 0)
+    assert 120 <= pixels[2, 2, 0] <= 130
+
+
+def test_la_is_composited_over_white():
+    image = Image.new("LA", (16, 16), (0, 0))
+    image.putpixel((3, 3), (50, 255))
+    pixels = decode_pixels(encode(image))
+    assert tuple(pixels[0, 0]) == WHITE
+    assert tuple(pixels[3, 3]) == (50, 50, 50)
+
+
+def test_palette_with_transparent_index_is_white_there():
+    image = Image.new("P", (16, 16), 0)
+    image.putpalette([0, 0, 0, 255, 0, 0] + [0] * 762)
+    image.putpixel((4, 4), 1)
+    pixels = decode_pixels(encode(image, transparency=0))
+    assert tuple(pixels[0, 0]) == WHITE
+    assert tuple(pixels[4, 4]) == (255, 0, 0)
+
+
+def test_grayscale_and_bilevel_become_rgb():
+    gray = Image.new("L", (16, 16), 77)
+    assert tuple(decode_pixels(encode(gray))[5, 5]) == (77, 77, 77)
+    bilevel = Image.new("1", (16, 16), 1)
+    assert tuple(decode_pixels(encode(bilevel))[5, 5]) == WHITE
+
+
+def test_16_bit_grayscale_png_is_scaled_not_clipped():
+    array = np.zeros((8, 8), np.uint16)
+    array[0, 0], array[1, 1] = 65535, 257 * 100
+    image = Image.fromarray(array)
+    assert image.mode == "I;16"
+    pixels = decode_pixels(encode(image))
+    assert tuple(pixels[0, 0]) == WHITE
+    assert tuple(pixels[1, 1]) == (100, 100, 100)
+    assert tuple(pixels[2, 2]) == (0, 0, 0)
+
+
+def test_cmyk_jpeg_becomes_the_right_rgb():
+    cmyk = Image.new("CMYK", (16, 16), (0, 255, 255, 0))  # no cyan, full magenta+yellow: red
+    red, green, blue = decode_pixels(encode(cmyk, "JPEG", quality=95))[8, 8]
+    assert red > 230 and green < 30 and blue < 30
+
+
+def test_gif_and_tiff_give_their_first_frame():
+    frames = [Image.new("RGB", (16, 16), c) for c in ((255, 0, 0), (0, 0, 255))]
+    for fmt in ("GIF", "TIFF"):
+        data = encode(frames[0], fmt, save_all=True, append_images=frames[1:])
+        red, green, blue = decode_pixels(data)[8, 8]
+        assert red > 200 and blue < 50, fmt
+
+
+def test_an_embedded_icc_profile_is_converted_to_srgb():
+    red = Image.new("RGB", (16, 16), (255, 0, 0))
+    plain = decode_pixels(encode(red))
+    described = decode_pixels(encode(red, icc_profile=swapped_primaries_icc()))
+    assert tuple(plain[8, 8]) == (255, 0, 0)
+    assert tuple(described[8, 8]) == (0, 255, 0)      # its profile says this red is green
+
+
+@pytest.mark.parametrize("orientation", range(1, 9))
+def test_exif_orientation_gives_upright_rgb(orientation):
+    upright = marker_image(40, 20)
+    image = imaging.decode_image(with_orientation(upright, orientation))
+    assert image.size == (40, 20)
+    pixels = np.asarray(image)
+    assert tuple(pixels[2, 2]) == (255, 0, 0)           # marker back at the top-left
+    assert tuple(pixels[17, 37]) == WHITE
+
+
+def test_exif_orientation_in_a_jpeg():
+    data = with_orientation(marker_image(80, 40), 6, "JPEG", quality=95)
+    pixels = np.asarray(imaging.decode_image(data))
+    assert pixels.shape == (40, 80, 3)
+    assert pixels[3, 3, 0] > 200 and pixels[3, 3, 1] < 60
+
+
+# -- refusals ------------------------------------------------------------------------------
+
+def test_truncated_jpeg_is_a_decode_error():
+    with pytest.raises(imaging.ImageDecodeError):
+        imaging.decode_image((DATA / "bad" / "truncated.jpg").read_bytes())
+
+
+def test_half_a_jpeg_is_a_decode_error():
+    data = (IMAGES / "img_1.jpg").read_bytes()
+    with pytest.raises(imaging.ImageDecodeError):
+        imaging.decode_image(data[: len(data) // 2])
+
+
+def test_text_is_a_decode_error():
+    with pytest.raises(imaging.ImageDecodeError):
+        imaging.decode_image(b"hello, this is not an image")
+
+
+def test_pixel_cap_refuses_a_bomb_before_decoding():
+    with pytest.raises(imaging.ImageTooLargeError, match="pixels"):
+        imaging.decode_image(png_header_only(30000, 30000), max_pixels=40_000_000)

@@ -1,0 +1,168 @@
+"""The model repository contract: configs parse, flavours agree, ONNX files match configs."""
+
+from pathlib import Path
+
+import onnxruntime
+import pytest
+from django.conf import settings
+from google.protobuf import text_format
+from tritonclient.grpc import model_config_pb2
+
+from ocr_contract.parameters import PARAMETERS
+from ocr_contract.tensors import ENSEMBLE, IMAGE_BYTES, OUTPUTS
+from ocr_pipeline.tritonserver import MODELS_AT_START
+
+REPOSITORY = Path(settings.TRITON_MODEL_REPOSITORY)
+FLAVOURS = ("cpu", "batched", "gpu")
+
+
+def load_config(model: str, flavour: str) -> model_config_pb2.ModelConfig:
+    """The config Triton uses for ``model`` with ``--model-config-name=<flavour>``.
+
+    Triton reads ``configs/<name>.pbtxt`` when it exists, else ``config.pbtxt``; the cpu
+    flavour is the default ``config.pbtxt`` everywhere.
+    """
+    custom = REPOSITORY / model / "configs" / f"{flavour}.pbtxt"
+    path = custom if flavour != "cpu" and custom.exists() else REPOSITORY / model / "config.pbtxt"
+    return text_format.Parse(path.read_text(), model_config_pb2.ModelConfig())
+
+
+def tensor_contract(config) -> dict:
+    """``{("input"|"output", name): (dtype, dims, optional)}`` of a model config."""
+    contract = {}
+    for kind, tensors in (("input", config.input), ("output", config.output)):
+        for tensor in tensors:
+            contract[(kind, tensor.name)] = (
+                model_config_pb2.DataType.Name(tensor.data_type), list(tensor.dims),
+                getattr(tensor, "optional", False))
+    return contract
+
+
+def steps(flavour: str) -> list:
+    config = load_config(ENSEMBLE, flavour)
+    return [(s.model_name, dict(s.input_map), dict(s.output_map))
+            for s in config.ensemble_scheduling.step]
+
+
+def config_type(dtype: str) -> str:
+    """A Triton datatype (``FP32``, ``BYTES``) as config.pbtxt spells it."""
+    return "TYPE_" + ("STRING" if dtype == "BYTES" else dtype)
+
+
+def test_ensemble_has_the_five_documented_steps():
+    assert [name for name, _, _ in steps("cpu")] == ["preprocess", "craft", "refinenet",
+                                                     "postprocess", "recognize"]
+
+
+def served_models() -> list[str]:
+    """Every model a request reaches: the ensemble, its steps, and what its BLS step calls
+    (the models loaded at start besides the ensemble)."""
+    return [ENSEMBLE] + [name for name, _, _ in steps("cpu")] + \
+        [name for name in MODELS_AT_START if name != ENSEMBLE]
+
+
+def test_ensemble_declares_the_contracts_tensors():
+    expected = {("input", IMAGE_BYTES.name): (config_type(IMAGE_BYTES.dtype),
+                                              list(IMAGE_BYTES.dims), False)}
+    for parameter in PARAMETERS:   # every parameter is an optional [1] input
+        expected[("input", parameter.tensor)] = (config_type(parameter.dtype), [1], True)
+    for tensor in OUTPUTS:
+        expected[("output", tensor.name)] = (config_type(tensor.dtype), list(tensor.dims), False)
+    assert tensor_contract(load_config(ENSEMBLE, "cpu")) == expected
+
+
+@pytest.mark.parametrize("flavour", ["batched", "gpu"])
+def test_flavours_declare_the_same_graph_and_tensor_contract(flavour):
+    assert steps(flavour) == steps("cpu")
+    for model in served_models():
+        assert tensor_contract(load_config(model, flavour)) == \
+            tensor_contract(load_config(model, "cpu")), model
+        assert load_config(model, flavour).max_batch_size == \
+            load_config(model, "cpu").max_batch_size, model
+
+
+@pytest.mark.parametrize("model", ["craft", "refinenet", "recognizer"])
+def test_flavours_differ_only_in_how_the_networks_run(model):
+    cpu, batched, gpu = (load_config(model, f) for f in ("cpu", "batched", "gpu"))
+    kind = model_config_pb2.ModelInstanceGroup
+    for config in (cpu, batched):
+        assert config.backend == "python"
+        assert [g.kind for g in config.instance_group] == [kind.KIND_CPU]
+        # Rate limiter: both networks need the one "ocr_engine" unit.
+        resources = config.instance_group[0].rate_limiter.resources
+        assert [(r.name, r.count, getattr(r, "global")) for r in resources] == \
+            [("ocr_engine", 1, True)]
+    assert gpu.platform == "onnxruntime_onnx"
+    assert [g.kind for g in gpu.instance_group] == [kind.KIND_GPU]
+    assert not cpu.HasField("dynamic_batching")
+    assert gpu.HasField("dynamic_batching")
+    if model != "recognizer":  # the detector's batched flavour; the recognizer batches itself
+        assert cpu.max_batch_size == 4
+        for config in (batched, gpu):
+            assert config.dynamic_batching.max_queue_delay_microseconds == 5000
+
+
+def test_recognize_never_sends_the_recognizer_more_than_it_takes():
+    recognize = load_config("recognize", "cpu")
+    batch = int(recognize.parameters["recognizer_batch"].string_value)
+    for flavour in FLAVOURS:
+        assert 1 <= batch <= load_config("recognizer", flavour).max_batch_size, flavour
+
+
+def test_batched_flavour_pads_to_a_square_canvas_and_runs_two_pre_post_instances():
+    def parameter(config, key):
+        return config.parameters[key].string_value
+
+    assert parameter(load_config("preprocess", "cpu"), "canvas") == "fit"
+    assert parameter(load_config("preprocess", "batched"), "canvas") == "square"
+    for model in ("preprocess", "postprocess"):
+        assert load_config(model, "batched").instance_group[0].count == 2
+
+
+def full_shape(config, dims: list) -> list:
+    """The shape a tensor really has: batching models (max_batch_size > 0) add dimension 0."""
+    return ([-1] if config.max_batch_size > 0 else []) + list(dims)
+
+
+def compatible(shape_a: list, shape_b: list) -> bool:
+    """Same rank, and every dimension equal or variable (-1) on one side."""
+    return len(shape_a) == len(shape_b) and all(
+        a == b or -1 in (a, b) for a, b in zip(shape_a, shape_b))
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_every_step_mapping_names_real_tensors_of_matching_type(flavour):
+    ensemble_config = load_config(ENSEMBLE, flavour)
+    produced = {t.name: (t.data_type, full_shape(ensemble_config, t.dims))
+                for t in ensemble_config.input}
+    for model, inputs, outputs in steps(flavour):
+        config = load_config(model, flavour)
+        declared_inputs = {t.name: t for t in config.input}
+        declared_outputs = {t.name: t for t in config.output}
+        for model_tensor, ensemble_tensor in inputs.items():
+            tensor = declared_inputs[model_tensor]
+            dtype, shape = produced[ensemble_tensor]
+            assert tensor.data_type == dtype, (model, model_tensor)
+            assert compatible(full_shape(config, tensor.dims), shape), (model, model_tensor)
+        for model_tensor, ensemble_tensor in outputs.items():
+            tensor = declared_outputs[model_tensor]
+            produced[ensemble_tensor] = (tensor.data_type, full_shape(config, tensor.dims))
+    for tensor in ensemble_config.output:
+        assert produced[tensor.name] == (tensor.data_type, list(tensor.dims)), tensor.name
+
+
+@pytest.mark.parametrize("model", ["craft", "refinenet", "recognizer"])
+def test_onnx_files_match_their_configs(model):
+    onnx = REPOSITORY / model / "1" / "model.onnx"
+    session = onnxruntime.InferenceSession(str(onnx), providers=["CPUExecutionProvider"])
+    config = load_config(model, "gpu")
+    assert [i.name for i in session.get_inputs()] == [t.name for t in config.input]
+    assert [o.name for o in session.get_outputs()] == [t.name for t in config.output]
+    for declared, actual in zip(list(config.input) + list(config.output),
+                                session.get_inputs() + session.get_outputs()):
+        # Dimension 0 is symbolic (fetch_models named it "batch" in the detector's graphs);
+        # the config declares the rest.
+        assert isinstance(actual.shape[0], str)
+        assert len(declared.dims) == len(actual.shape) - 1
+        for dim, real in zip(declared.dims, actual.shape[1:]):
+            assert dim == real or (dim == -1 and isinstance(real, str)), (declared.name, real)

@@ -1,0 +1,42 @@
+"""The recognizer served by Triton reads exactly what the same ONNX file reads in-process."""
+
+import json
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+from django.conf import settings
+
+from ocr_pipeline import engines, imaging, recognition
+from tests.helpers import DATA, IMAGES
+
+pytestmark = pytest.mark.triton
+VERSION = settings.TRITON_MODEL_REPOSITORY / "recognizer" / "1"
+
+
+def crops(name: str) -> list[np.ndarray]:
+    image = np.asarray(imaging.decode_image((IMAGES / name).read_bytes()))
+    boxes = json.loads((DATA / "reference" / "craft_boxes_1280.json").read_text())[name]["boxes"]
+    height, width = image.shape[:2]
+    return [recognition.crop_box(image, recognition.expand_box(np.array(b, np.float32),
+                                                               width, height)) for b in boxes]
+
+
+def test_triton_and_in_process_read_the_same_strings(triton):
+    classes = recognition.load_dictionary(VERSION / "dict.txt")
+    local = engines.load_engine(str(VERSION / "model.onnx"), engines.EngineOptions())
+    client = grpcclient.InferenceServerClient(triton.grpc_url)
+    lines = crops("english.png") + crops("idcard.png")
+    served, in_process = [], []
+    for batch in recognition.plan_batches([recognition.resized_width(c) for c in lines], 32):
+        tensor = recognition.batch_tensor([lines[i] for i in batch])
+        request = grpcclient.InferInput("x", list(tensor.shape), "FP32")
+        request.set_data_from_numpy(tensor)
+        output = client.infer("recognizer", [request]).as_numpy("fetch_name_0")
+        served += [r.text for r in recognition.ctc_greedy(output, classes)]
+        in_process += [r.text for r in recognition.ctc_greedy(
+            local({"x": tensor})["fetch_name_0"], classes)]
+    client.close()
+    assert len(served) == 31
+    assert served == in_process
+    assert "Clean hands with soap and water" in served

@@ -1,0 +1,128 @@
+"""recognize: boxes + the decoded original -> the text of every box and the whole text
+(BLS over the recognizer and tesseract models; see config.pbtxt for why BLS)."""
+
+from pathlib import Path
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+from ocr_contract.errors import INVALID_PARAMETER
+from ocr_contract.languages import TESSERACT
+from ocr_contract.parameters import LANGUAGE, RECOGNIZE, ParameterError
+
+from ocr_pipeline import params, reading_order, recognition, routing, tesseract
+from ocr_pipeline.recognition import Reading
+from ocr_pipeline.triton_python import model_parameters, optional_input, refusal
+
+RECOGNIZER = "recognizer"
+TESSERACT_MODEL = "tesseract"
+
+
+class TritonPythonModel:
+    """``ORIGINAL_IMAGE``, ``BOXES`` (+ optional ``RECOGNIZE``, ``LANGUAGE``) -> ``TEXTS``,
+    ``TEXT_SCORES``, ``TEXT``."""
+
+    def initialize(self, args):
+        self.batch = int(model_parameters(args)["recognizer_batch"])
+        # The recognizer's versions live beside this model; each holds its dictionary.
+        self.recognizer_dir = Path(args["model_repository"]).parent / RECOGNIZER
+        self.dictionaries: dict[int, list[str]] = {}
+
+    def execute(self, requests):
+        return [self._one(request) for request in requests]
+
+    def _one(self, request):
+        try:
+            wanted = params.read(RECOGNIZE, optional_input(request, RECOGNIZE.tensor))
+            codes = params.read(LANGUAGE, optional_input(request, LANGUAGE.tensor))
+        except ParameterError as exc:
+            return refusal(INVALID_PARAMETER, str(exc), exc.field)
+        boxes = optional_input(request, "BOXES").reshape(-1, 4, 2)
+        if not wanted or len(boxes) == 0:
+            return _response([], [], "")
+        image = optional_input(request, "ORIGINAL_IMAGE")
+        try:
+            readings = self._read(image, boxes, routing.route(codes))
+        except pb_utils.TritonModelException as exc:
+            return pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc)))
+        texts = [reading.text for reading in readings]
+        text = reading_order.full_text(texts, reading_order.lines_of(boxes))
+        return _response(texts, [reading.score for reading in readings], text)
+
+    def _read(self, image: np.ndarray, boxes: np.ndarray, route: routing.Route) -> list[Reading]:
+        """Each box's reading, by the route's recognizer (see ocr_pipeline.routing)."""
+        if route.recognizer == TESSERACT:
+            return self._tesseract(_crops(image, boxes, tesseract.CROP_MARGIN),
+                                   route.tesseract_languages)
+        readings = self._recognizer(_crops(image, boxes, recognition.CROP_MARGIN))
+        if route.auto:
+            readings = routing.second_opinion(readings, lambda indices, languages: self._tesseract(
+                _crops(image, boxes[indices], tesseract.CROP_MARGIN), languages))
+        return readings
+
+    def _recognizer(self, crops: list[np.ndarray]) -> list[Reading]:
+        """PP-OCR on the crops, in batches of similar width."""
+        readings: list[Reading] = [Reading("", 0.0)] * len(crops)
+        widths = [recognition.resized_width(crop) for crop in crops]
+        for batch in recognition.plan_batches(widths, self.batch):
+            tensor = recognition.batch_tensor([crops[i] for i in batch])
+            probabilities = _call(RECOGNIZER, [pb_utils.Tensor("x", tensor)],
+                                  ["fetch_name_0"])[0]
+            classes = self._dictionary(probabilities.shape[-1])
+            for i, reading in zip(batch, recognition.ctc_greedy(probabilities, classes)):
+                readings[i] = reading
+        return readings
+
+    def _tesseract(self, crops: list[np.ndarray], languages: str) -> list[Reading]:
+        """Tesseract on the crops (one call, lines padded to the widest)."""
+        lines = [tesseract.line_image(crop) for crop in crops]
+        widest = max(line.shape[1] for line in lines)
+        stacked = np.full((len(lines), tesseract.HEIGHT, widest), 255, dtype=np.uint8)
+        for row, line in enumerate(lines):
+            stacked[row, :, :line.shape[1]] = line
+        texts, scores = _call(TESSERACT_MODEL, [
+            pb_utils.Tensor("LINES", stacked),
+            pb_utils.Tensor("WIDTHS", np.array([line.shape[1] for line in lines], np.int32)),
+            pb_utils.Tensor("LANGUAGES", np.array([languages.encode()], dtype=object))],
+            ["TEXTS", "TEXT_SCORES"])
+        return [Reading(bytes(text).decode("utf-8"), float(score))
+                for text, score in zip(texts, scores)]
+
+    def _dictionary(self, classes: int) -> list[str]:
+        """The dictionary of the recognizer version whose output has ``classes`` classes
+        (loaded once; rescanned when a new version appears)."""
+        if classes not in self.dictionaries:
+            for path in sorted(self.recognizer_dir.glob("*/dict.txt")):
+                dictionary = recognition.load_dictionary(path)
+                self.dictionaries.setdefault(len(dictionary), dictionary)
+        if classes not in self.dictionaries:
+            raise pb_utils.TritonModelException(
+                f"no recognizer dictionary with {classes} classes in {self.recognizer_dir}")
+        return self.dictionaries[classes]
+
+
+def _crops(image: np.ndarray, boxes: np.ndarray, margin: float) -> list[np.ndarray]:
+    """Each box cut out of the full-resolution original, grown by ``margin`` of its height."""
+    height, width = image.shape[:2]
+    return [recognition.crop_box(image, recognition.expand_box(box, width, height, margin))
+            for box in boxes]
+
+
+def _call(model: str, inputs: list, outputs: list[str]) -> list[np.ndarray]:
+    """One BLS request; the named outputs as numpy.
+
+    Raises:
+        pb_utils.TritonModelException: the model failed or is not loaded.
+    """
+    response = pb_utils.InferenceRequest(model_name=model, inputs=inputs,
+                                         requested_output_names=outputs).exec()
+    if response.has_error():
+        raise pb_utils.TritonModelException(f"{model}: {response.error().message()}")
+    return [pb_utils.get_output_tensor_by_name(response, name).as_numpy() for name in outputs]
+
+
+def _response(texts: list[str], scores: list[float], text: str):
+    return pb_utils.InferenceResponse(output_tensors=[
+        pb_utils.Tensor("TEXTS", np.array([t.encode("utf-8") for t in texts], dtype=object)),
+        pb_utils.Tensor("TEXT_SCORES", np.array(scores, dtype=np.float32)),
+        pb_utils.Tensor("TEXT", np.array([text.encode("utf-8")], dtype=object)),
+    ])
