@@ -21,11 +21,13 @@ $(BIN)/python:
 
 # Reinstall when a dependency list changes.
 $(STAMP): $(BIN)/python pyproject.toml triton_models/pyproject.toml contract/pyproject.toml
-	$(BIN)/python -m pip install --quiet -e ./contract -e ".[embedded,test]" -e "./triton_models[cpu,eval]"
+	$(BIN)/python -m pip install --quiet -e ./contract -e ".[embedded,test]" \
+		-e "./triton_models[cpu,eval,quantize]"
 	touch $(STAMP)
 
 setup: $(STAMP)
 	$(BIN)/python manage.py fetch_models
+	$(BIN)/python manage.py quantize_models
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py collectstatic --no-input --verbosity 0
 
@@ -44,8 +46,18 @@ clean:
 bench: setup
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
 
-# make bench-engines - OpenVINO (BF16 where the CPU has it), OpenVINO FP32 and onnxruntime end
-# to end through /api/ocr at long side 640 and 1280 (about 6 minutes on 2 cores).
+# make bench-engines - OpenVINO auto, OpenVINO in every precision this CPU offers, onnxruntime:
+# end to end through /api/ocr at long side 640 and 1280, with parity and H-mean per row, the
+# cost of reading the text, and the time around the networks (about an hour on a slow 2-core
+# machine: every row starts its own Triton).
 .PHONY: bench-engines
 bench-engines: setup
 	$(BIN)/python -m bench.engines $(BENCH_ARGS)
+
+# make soak - set up, then 10 minutes of mixed valid and invalid uploads at concurrency 16
+# against make serve's setup (embedded Triton, gunicorn, the nginx proxy): requests, 5xx,
+# p50/p99, the memory of every gunicorn worker and Triton stub, audit rows versus requests.
+# A benchmark, not part of make test; the table also goes to bench/results/soak.md.
+.PHONY: soak
+soak: check-serve setup
+	$(BIN)/python -m bench.soak $(SOAK_ARGS)

@@ -1,117 +1,241 @@
-"""``python -m bench.engines`` (``make bench-engines``): CPU inference engines end to end.
+"""``python -m bench.engines`` (``make bench-engines``): the cpu flavour's engines and
+precisions end to end, with their box parity and quality beside their speed.
 
-For each engine configuration of the cpu flavour (OpenVINO with its default precision — BF16
-where the CPU has AMX / AVX-512 BF16 —, OpenVINO forced to FP32, onnxruntime FP32) it starts
-an embedded Triton with that engine (response cache off) and a gateway (gunicorn) in front of
-it, then sends every test image ``--repeats`` times, one request at a time, through
-``POST /api/ocr`` at each long side. It prints per-image latency side by side and the speed-up
-over onnxruntime, and writes ``bench/results/engines-<time>.{json,md}``.
+For each engine configuration (OpenVINO ``auto`` — what ``make serve`` runs —, OpenVINO in each
+precision this machine offers, onnxruntime FP32) it starts an embedded Triton with that engine
+(response cache off) and a gateway (gunicorn) in front of it, then sends every test image,
+one request at a time, through ``POST /api/ocr`` at each long side, boxes only
+(``recognize=false``). Per row it prints p50 and mean latency, the speed-up over onnxruntime,
+and at the largest long side the per-image box parity F against ``tests/data/reference/``
+(worst and mean) and, at 1280, the ICDAR sample's H-mean. For the ``auto`` row it also times
+the same requests with recognition on (the recognizer runs on the same engine), and reports the
+time Triton spends outside the detection networks per image (preprocess, postprocess, tensor
+hand-over), for the test images and for a 12 MP phone JPEG made from one of them. It writes
+``bench/results/engines-<time>.{json,md}``.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import statistics
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ocr_embedded.launcher import EmbeddedTriton, free_port
+import tritonclient.grpc as grpcclient
+from PIL import Image
 
+from ocr_embedded.launcher import EmbeddedTriton, free_port
+from ocr_pipeline.engines import openvino_precisions
+from ocr_pipeline.evaluation import DetectionScore, load_mmocr_textdet, score_image
+
+from . import triton_stats
 from .load import BenchImage, percentile
-from .machine import describe_cpu, machine_info
+from .machine import describe_cpu
 from .modes import HttpCaller
 from .pipeline import model_repository
 from .servers import Gunicorn, engine_descriptions, prepare_gateway_state
 
-DEFAULT_IMAGES = Path(__file__).resolve().parent.parent / "tests" / "data" / "images"
+DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
-
-#: name -> the environment that selects it (see ocr_pipeline.engines.EngineOptions).
-ENGINES = {
-    "openvino": {"OCR_ENGINE": "openvino", "OCR_ENGINE_PRECISION": "auto"},
-    "openvino-fp32": {"OCR_ENGINE": "openvino", "OCR_ENGINE_PRECISION": "fp32"},
-    "onnxruntime": {"OCR_ENGINE": "onnxruntime"},
-}
 BASELINE = "onnxruntime"
+AUTO = "openvino-auto"
+#: The networks whose compute is not "around the networks".
+NETWORKS = ("craft", "refinenet")
 
 
-def measure_engine(name: str, images: list[BenchImage], long_sides: list[int], repeats: int,
-                   work: Path, log=print) -> dict:
-    """Latencies (ms) of ``POST /api/ocr`` for one engine: ``{long_side: [ms, ...]}`` plus
-    the engine descriptions Triton reported."""
+def engine_rows() -> dict[str, dict[str, str]]:
+    """Row name -> the environment that selects it (ocr_pipeline.engines.EngineOptions)."""
+    craft = model_repository() / "craft" / "1" / "model.onnx"
+    rows = {AUTO: {"OCR_ENGINE": "openvino", "OCR_ENGINE_PRECISION": "auto"}}
+    for precision in openvino_precisions(craft):
+        rows[f"openvino-{precision}"] = {"OCR_ENGINE": "openvino",
+                                         "OCR_ENGINE_PRECISION": precision}
+    rows[BASELINE] = {"OCR_ENGINE": "onnxruntime"}
+    return rows
+
+
+def phone_photo() -> BenchImage:
+    """A 12 MP phone JPEG (4032 x 3024, quality 92) made from img_1.jpg."""
+    picture = Image.open(DATA / "images" / "img_1.jpg").convert("RGB")
+    buffer = io.BytesIO()
+    picture.resize((4032, 3024), Image.Resampling.BICUBIC).save(buffer, "JPEG", quality=92)
+    return BenchImage.from_bytes("phone-12mp.jpg", buffer.getvalue())
+
+
+def timed(caller: HttpCaller, images: list[BenchImage], repeats: int) -> tuple[list, dict]:
+    """Latencies (ms) of ``repeats`` passes over ``images``, and each image's last answer."""
+    samples, answers = [], {}
+    for _ in range(repeats):
+        for image in images:
+            started = time.perf_counter()
+            sample = caller(image)
+            if not sample.ok:
+                raise RuntimeError(f"{image.name}: {sample.error}")
+            samples.append((time.perf_counter() - started) * 1000.0)
+            answers[image.name] = sample.body
+    return samples, answers
+
+
+def around_networks(client, caller: HttpCaller, images: list[BenchImage]) -> dict:
+    """Milliseconds per image that Triton spends outside craft and refinenet's own compute:
+    the ensemble's request time minus the networks' ``compute_infer``, and each Python step."""
+    before = triton_stats.snapshot(client)
+    timed(caller, images, 1)
+    stats = triton_stats.per_request(before, triton_stats.snapshot(client), len(images))
+    ensemble = stats["ensemble_ocr"]["success_ms"]
+    networks = sum(stats[name]["compute_infer_ms"] for name in NETWORKS if name in stats)
+    return {"ensemble_ms": ensemble, "networks_ms": networks,
+            "outside_networks_ms": ensemble - networks,
+            "steps_ms": {name: round(entry["compute_infer_ms"], 1)
+                         for name, entry in stats.items() if name != "ensemble_ocr"}}
+
+
+def quality(answers: dict, long_side: int) -> dict:
+    """Box parity against the reference at ``long_side`` (worst and mean F) and, at 1280, the
+    ICDAR H-mean."""
+    from tests.parity import parity_f
+
+    reference = json.loads((DATA / "reference" / f"craft_boxes_{long_side}.json").read_text())
+    scores = {name: parity_f([b["points"] for b in answer["boxes"]], reference[name]["boxes"])
+              for name, answer in answers.items() if name in reference}
+    total = DetectionScore()
+    for entry in load_mmocr_textdet(DATA / "icdar2015_gt.json"):
+        if entry.image in answers:
+            total.add(score_image([b["points"] for b in answers[entry.image]["boxes"]],
+                                  entry.truths, entry.dont_care))
+    return {"long_side": long_side, "parity_f": scores,
+            "worst_f": min(scores.values()) if scores else None,
+            "mean_f": statistics.mean(scores.values()) if scores else None,
+            "hmean": total.hmean if total.truths and long_side == 1280 else None}
+
+
+def measure(name: str, environment: dict, images: list[BenchImage], long_sides: list[int],
+            repeats: int, work: Path, log=print) -> dict:
+    """One row: latencies per long side (boxes only), quality at 1280, and for ``auto`` the
+    same with recognition, and the time around the networks."""
     triton = EmbeddedTriton(repository=model_repository(), log_path=work / f"{name}-triton.log",
-                            cache_bytes=0, env=ENGINES[name])
-    triton.start(timeout_s=600)
-    gateway = None
+                            cache_bytes=0, env=environment)
+    triton.start(timeout_s=900)
+    gateway = client = None
     try:
         env, key = prepare_gateway_state(work / f"{name}-var")
         gateway = Gunicorn("gateway.wsgi", free_port(), workers=1, threads=2,
                            env={**env, "DJANGO_SETTINGS_MODULE": "gateway.settings",
-                                "TRITON_GRPC_URL": triton.grpc_url},
+                                "TRITON_GRPC_URL": triton.grpc_url, "TRITON_TIMEOUT_S": "600"},
                            log_path=work / f"{name}-gateway.log")
         gateway.start("/api/health")
         headers = {"Authorization": f"Api-Key {key}"}
         result = {"engines": engine_descriptions(triton.metrics_url), "latency_ms": {}}
         log(f"{name}: {result['engines']}")
+
+        def caller(long_side: int, recognize: bool) -> HttpCaller:
+            return HttpCaller("127.0.0.1", gateway.port, "/api/ocr", long_side, headers,
+                              extra={"recognize": "true" if recognize else "false"})
+
+        largest = max(long_sides)
         for long_side in long_sides:
-            caller = HttpCaller("127.0.0.1", gateway.port, "/api/ocr", long_side, headers)
-            for image in images:                      # warm every input shape once
-                caller(image)
-            samples = []
-            for _ in range(repeats):
-                for image in images:
-                    started = time.perf_counter()
-                    sample = caller(image)
-                    if not sample.ok:
-                        raise RuntimeError(f"{name} {image.name}: {sample.error}")
-                    samples.append((time.perf_counter() - started) * 1000.0)
+            boxes_only = caller(long_side, recognize=False)
+            timed(boxes_only, images, 1)                       # every input shape once
+            samples, answers = timed(boxes_only, images, repeats)
             result["latency_ms"][str(long_side)] = samples
-            log(f"{name} long side {long_side}: mean {statistics.mean(samples):.0f} ms")
+            if long_side == largest:
+                result["quality"] = quality(answers, long_side)
+            log(f"{name} long side {long_side}: p50 {percentile(samples, 50):.0f} ms")
+        if name == AUTO:
+            reading = caller(largest, recognize=True)
+            timed(reading, images, 1)
+            result["latency_with_text_ms"], _ = timed(reading, images, repeats)
+            client = grpcclient.InferenceServerClient(triton.grpc_url)
+            result["around_networks"] = {
+                "test images": around_networks(client, caller(largest, False), images),
+                "12 MP JPEG": around_networks(client, caller(largest, False), [phone_photo()]),
+                "test images, reading text": around_networks(client, reading, images)}
+            result["around_long_side"] = largest
         return result
     finally:
+        if client is not None:
+            client.close()
         if gateway is not None:
             gateway.stop()
         triton.stop()
 
 
 def summarise(results: dict) -> list[dict]:
-    """One row per (engine, long side): p50 and mean ms, speed-up over the baseline."""
+    """One row per (engine, long side): p50 and mean ms, speed-up over onnxruntime's mean."""
     rows = []
     for name, result in results.items():
         for long_side, samples in result["latency_ms"].items():
             baseline = results.get(BASELINE, {}).get("latency_ms", {}).get(long_side)
             mean = statistics.mean(samples)
+            quality_row = result.get("quality", {})
+            if quality_row.get("long_side") != int(long_side):
+                quality_row = {}
             rows.append({"engine": name, "long_side": int(long_side),
-                         "description": result["engines"].get("craft", ""),
+                         "description": result["engines"].get("craft v1", ""),
                          "p50_ms": percentile(samples, 50), "mean_ms": mean,
                          "speedup_vs_onnxruntime": statistics.mean(baseline) / mean
-                         if baseline else None})
+                         if baseline else None,
+                         "worst_f": quality_row.get("worst_f"),
+                         "mean_f": quality_row.get("mean_f"), "hmean": quality_row.get("hmean")})
     return rows
 
 
-def markdown(rows: list[dict], machine: str) -> str:
+def markdown(rows: list[dict], results: dict, machine: str) -> str:
+    """The tables: engines side by side; recognition's cost; the time around the networks."""
+    def number(value, digits=3):
+        return "–" if value is None else f"{value:.{digits}f}"
+
     lines = [f"Machine: {machine}", "",
-             "| engine | runs as | long side | p50 ms | mean ms | speed-up vs onnxruntime |",
-             "| --- | --- | ---: | ---: | ---: | ---: |"]
+             "Boxes only (`recognize=false`), one request at a time, through `POST /api/ocr`. "
+             "Parity (at the largest long side): per-image F of the boxes against "
+             "`tests/data/reference/craft_boxes_<long side>.json` (IoU ≥ 0.8); H-mean: the "
+             "ICDAR 2015 sample at 1280.", "",
+             "| engine | runs as | long side | p50 ms | mean ms | vs onnxruntime | parity F "
+             "worst / mean | H-mean |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for row in rows:
-        speedup = f"{row['speedup_vs_onnxruntime']:.2f}x" if row["speedup_vs_onnxruntime"] else "-"
+        speedup = f"{row['speedup_vs_onnxruntime']:.2f}x" if row["speedup_vs_onnxruntime"] else "–"
         lines.append(f"| {row['engine']} | {row['description']} | {row['long_side']} | "
-                     f"{row['p50_ms']:.0f} | {row['mean_ms']:.0f} | {speedup} |")
+                     f"{row['p50_ms']:.0f} | {row['mean_ms']:.0f} | {speedup} | "
+                     f"{number(row['worst_f'])} / {number(row['mean_f'])} | "
+                     f"{number(row['hmean'])} |")
+    auto = results.get(AUTO, {})
+    side = auto.get("around_long_side")
+    if "latency_with_text_ms" in auto:
+        boxes = percentile(auto["latency_ms"][str(side)], 50)
+        text = percentile(auto["latency_with_text_ms"], 50)
+        lines += ["", f"Reading the text ({AUTO}, long side {side}, p50 over the images): "
+                  f"boxes only {boxes:.0f} ms, with text {text:.0f} ms: recognition adds "
+                  f"{(text / boxes - 1) * 100:.0f} %."]
+    if "around_networks" in auto:
+        lines += ["", f"Time inside Triton outside craft and refinenet's compute ({AUTO}, long "
+                  f"side {side}, mean per image; the rest of the ensemble's request time):", "",
+                  "| input | ensemble ms | craft + refinenet ms | outside the networks ms | "
+                  "per step (compute) ms |", "| --- | ---: | ---: | ---: | --- |"]
+        for label, entry in auto["around_networks"].items():
+            steps = ", ".join(f"{k} {v}" for k, v in sorted(entry["steps_ms"].items()))
+            lines.append(f"| {label} | {entry['ensemble_ms']:.0f} | {entry['networks_ms']:.0f} | "
+                         f"{entry['outside_networks_ms']:.0f} | {steps} |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
+    rows_available = engine_rows()
     parser = argparse.ArgumentParser(prog="python -m bench.engines", description=__doc__)
-    parser.add_argument("--engines", default=",".join(ENGINES),
+    parser.add_argument("--engines", default=",".join(rows_available),
                         help="comma-separated subset of %(default)s")
     parser.add_argument("--long-sides", default="640,1280")
-    parser.add_argument("--repeats", type=int, default=2, help="passes over the images")
-    parser.add_argument("--images", type=Path, default=DEFAULT_IMAGES)
+    parser.add_argument("--repeats", type=int, default=1, help="timed passes over the images")
+    parser.add_argument("--images", type=Path, default=DATA / "images")
     parser.add_argument("--limit", type=int, default=0, help="use only the first N images")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
+    unknown = set(args.engines.split(",")) - set(rows_available)
+    if unknown:
+        parser.error(f"not available here: {', '.join(sorted(unknown))}")
 
     paths = sorted(p for p in args.images.iterdir() if p.is_file())
     paths = paths[:args.limit] if args.limit else paths
@@ -121,14 +245,14 @@ def main(argv: list[str] | None = None) -> int:
     work = args.out / f"engines-{stamp}-logs"
     work.mkdir(parents=True, exist_ok=True)
 
-    info = machine_info()
-    results = {name: measure_engine(name, images, long_sides, args.repeats, work)
+    machine = describe_cpu()
+    results = {name: measure(name, rows_available[name], images, long_sides, args.repeats, work)
                for name in args.engines.split(",")}
     rows = summarise(results)
-    table = markdown(rows, describe_cpu(info))
+    table = markdown(rows, results, machine)
     print("\n" + table)
     (args.out / f"engines-{stamp}.json").write_text(json.dumps(
-        {"machine": info, "images": [p.name for p in paths], "repeats": args.repeats,
+        {"machine": machine, "images": [p.name for p in paths], "repeats": args.repeats,
          "results": results, "summary": rows}, indent=1))
     (args.out / f"engines-{stamp}.md").write_text(table)
     print(f"Wrote {args.out / f'engines-{stamp}.json'} and .md")

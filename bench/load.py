@@ -60,6 +60,7 @@ class Sample:
             preprocessing and box extraction), ms.
         server_timing_ms: timing the server reported, if any.
         started_s: start time relative to the run's start, s.
+        body: the HTTP answer's JSON (HTTP modes).
     """
 
     image: str
@@ -72,6 +73,7 @@ class Sample:
     client_compute_ms: float = 0.0
     server_timing_ms: dict | None = None
     started_s: float = 0.0
+    body: dict | None = None
 
 
 class Caller(Protocol):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import http.client
 import json
 import time
+import urllib.parse
 
 import tritonclient.grpc as grpcclient
 from ocr_contract.tensors import ENSEMBLE
@@ -51,13 +52,14 @@ class HttpCaller:
         headers: extra headers (the gateway's ``Authorization: Api-Key ...``).
         keep_alive: reuse one connection for all requests.
         timeout_s: socket timeout, seconds.
+        extra: more query parameters (``{"recognize": "false"}``).
     """
 
     def __init__(self, host: str, port: int, path: str, long_side: int,
                  headers: dict | None = None, keep_alive: bool = False,
-                 timeout_s: float = 120.0):
+                 timeout_s: float = 600.0, extra: dict | None = None):
         self.host, self.port, self.timeout_s = host, port, timeout_s
-        self.url = f"{path}?long_side={long_side}"
+        self.url = f"{path}?{urllib.parse.urlencode({'long_side': long_side, **(extra or {})})}"
         self.headers = dict(headers or {})
         self.keep_alive = keep_alive
         if not keep_alive:
@@ -101,7 +103,7 @@ class HttpCaller:
             return Sample(image=image.name, ok=False, error=f"HTTP {status}: {body[:200]!r}")
         answer = json.loads(body)
         return Sample(image=image.name, boxes=len(answer["boxes"]),
-                      server_timing_ms=answer.get("timing_ms"))
+                      server_timing_ms=answer.get("timing_ms"), body=answer)
 
     def close(self) -> None:
         if self.conn is not None:
@@ -143,10 +145,10 @@ class SplitCaller(_GrpcCaller):
     def __call__(self, image: BenchImage) -> Sample:
         self.counter.take()
         t0 = time.perf_counter()
-        prepared = imaging.prepare_image(image.data, self.long_side)
+        prepared = imaging.prepare_image(image.data, self.long_side, keep_original=False)
         t1 = time.perf_counter()
 
-        tensor = grpcclient.InferInput("image", list(prepared.tensor.shape), "FP32")
+        tensor = grpcclient.InferInput("image", list(prepared.tensor.shape), "UINT8")
         tensor.set_data_from_numpy(prepared.tensor)
         maps = self.client.infer("craft", [tensor], outputs=[
             grpcclient.InferRequestedOutput("y"), grpcclient.InferRequestedOutput("feature")])

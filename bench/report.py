@@ -354,41 +354,33 @@ def _bytes_h(value):
     return f"{value:,.0f} B"
 
 
-def markdown(results: dict, summary: dict, chart_name: str | None) -> str:
+def markdown(results: dict, summary: dict) -> str:
     """The Markdown report of one benchmark run."""
-    cfg, machine = results["config"], results["machine"]
+    cfg = results["config"]
     lines = [f"# OCR serving benchmark — {results['started']}", ""]
     lines += [
-        f"- **Machine:** {results['machine_line']}; {machine['os']} ({machine['distribution']}),"
-        f" Python {machine['python']}",
+        f"- **Machine:** {results['machine']}",
         f"- **Engine (craft + refinenet):** Triton cpu flavour: "
         f"{', '.join(f'{k}: {v}' for k, v in sorted(results.get('triton', {}).get('engines', {}).items())) or '–'};"
         f" in-process: {results.get('inprocess_engine') or '–'}",
-        f"- **Command:** `{results['command']}`"
-        + (f" on commit {results['code']['commit'][:10]}"
-           f"{' + %d changed files' % results['code']['changed_files'] if results['code']['changed_files'] else ''}"
-           if results.get("code", {}).get("commit") else ""),
+        f"- **Command:** `{results['command']}`",
         f"- **Load:** {cfg['requests']} requests per mode and concurrency (at least 2 × "
         f"concurrency), closed loop, HTTP "
         f"{'keep-alive connections' if cfg.get('http_keep_alive') else 'a new connection per request'}, images: {', '.join(cfg['images'])} (in this order, "
         f"repeated), long side {cfg['long_side']} px; time budget {cfg['budget_s']:g} s per cell",
         f"- **Servers:** gunicorn {cfg['workers']} gthread workers × {cfg['threads']} threads "
         f"(`deploy/gunicorn.conf.py`) for the gateway and the in-process baseline; embedded "
-        f"Triton {machine['versions'].get('nvidia-pytriton') and 'from nvidia-pytriton ' + machine['versions']['nvidia-pytriton']}"
-        f", response cache **off** (cache hits seen: {results.get('cache_hits_total', 0)}), "
+        f"Triton, response cache **off** (cache hits seen: {results.get('cache_hits_total', 0)}), "
         f"one instance per model; client, gateway and Triton share the same CPUs",
         "",
         "## Latency, throughput, bytes",
         "",
         "Bytes are per image between the API process and Triton: serialized gRPC messages "
-        "(sent / received), and the TCP payload the kernel counted (wire, both ways). "
-        "*Other load*: CPU time used by processes outside the benchmark during the run, as a "
-        "share of all cores (other users of the machine).",
+        "(sent / received), and the TCP payload the kernel counted (wire, both ways).",
         "",
         "| mode | c | ok | p50 ms | p95 ms | p99 ms | mean ms | img/s | sent/img | received/img"
-        " | wire/img | compute ms | non-compute ms | other load |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-        "| ---: |",
+        " | wire/img | compute ms | non-compute ms |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for mode, data in results["modes"].items():
         for cell in data.get("cells", []):
@@ -399,8 +391,7 @@ def markdown(results: dict, summary: dict, chart_name: str | None) -> str:
                 f"{_f(lat['p50'])} | {_f(lat['p95'])} | {_f(lat['p99'])} | {_f(lat['mean'])} | "
                 f"{_f(cell['throughput_img_s'], 2)} | {_bytes_h(b.get('sent'))} | "
                 f"{_bytes_h(b.get('received'))} | {_bytes_h(wire.get('total'))} | "
-                f"{_f(cell['compute_ms'])} | {_f(cell['non_compute_ms'])} | "
-                f"{_f((cell.get('cpu') or {}).get('other_processes_share', 0) * 100, 0, ' %')} |")
+                f"{_f(cell['compute_ms'])} | {_f(cell['non_compute_ms'])} |")
     lines += ["", "## Ratios", "",
               "| c | latency p50 ensemble ÷ split | bytes ensemble ÷ split | gateway overhead p50"
               " (ensemble − direct) | throughput ensemble vs direct | throughput ensemble ÷ "
@@ -432,14 +423,6 @@ def markdown(results: dict, summary: dict, chart_name: str | None) -> str:
                          f"{_f(parts['view_work_ms'])} + {_f(parts['grpc_call_minus_direct_ms'])};"
                          f" paired p50 (latency − the gateway's Triton call, same request): "
                          f"{_f(row['gateway_overhead_paired_p50_ms'])}")
-    spreads = [(mode, cell["concurrency"], cell["connections_per_worker"])
-               for mode, data in results["modes"].items() for cell in data.get("cells", [])
-               if cell.get("connections_per_worker") is not None]
-    if spreads:
-        lines += ["", "Client connections per gunicorn worker during each cell (a gthread "
-                  f"worker runs at most {cfg['threads']} requests at once on the "
-                  "connections it accepted): " + "; ".join(
-                      f"{mode} c={c}: {spread}" for mode, c, spread in spreads) + "."]
     lines += ["", "## Targets", "", "| target | goal | measured | met |", "| --- | --- | ---: | --- |"]
     for t in summary["targets"]:
         value = t["measured"]
@@ -520,44 +503,5 @@ def markdown(results: dict, summary: dict, chart_name: str | None) -> str:
     agreement = results.get("box_agreement")
     if agreement:
         lines += ["", "## Same answers", "", agreement["summary"]]
-    if chart_name:
-        lines += ["", f"![latency vs concurrency]({chart_name})"]
     lines += ["", "Method: `bench/README.md`. Raw data: the JSON file beside this one.", ""]
     return "\n".join(lines)
-
-
-def chart(results: dict, path) -> None:
-    """PNG: p50 latency (p95 dashed) and throughput vs concurrency, one line per mode."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax_lat, ax_tput) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for mode, data in results["modes"].items():
-        cells = sorted(data.get("cells", []), key=lambda c: c["concurrency"])
-        if not cells:
-            continue
-        xs = [c["concurrency"] for c in cells]
-        line, = ax_lat.plot(xs, [c["latency_ms"]["p50"] for c in cells], marker="o",
-                            label=f"{mode} p50")
-        ax_lat.plot(xs, [c["latency_ms"]["p95"] for c in cells], linestyle="--",
-                    color=line.get_color(), alpha=0.6, label=f"{mode} p95")
-        ax_tput.plot(xs, [c["throughput_img_s"] for c in cells], marker="o",
-                     color=line.get_color(), label=mode)
-    for ax, label in ((ax_lat, "latency (ms)"), (ax_tput, "throughput (images/s)")):
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(results["config"]["concurrency"])
-        ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
-        ax.set_xlabel("concurrent clients")
-        ax.set_ylabel(label)
-        ax.grid(True, alpha=0.3)
-    ax_lat.set_ylim(bottom=0)
-    ax_tput.set_ylim(bottom=0)
-    ax_lat.legend(fontsize=7, ncol=2)
-    ax_tput.legend(fontsize=8)
-    fig.suptitle(f"OCR detection, long side {results['config']['long_side']} px — "
-                 f"{results['machine_line']}", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)

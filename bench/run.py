@@ -30,7 +30,7 @@ from ocr_embedded.launcher import EmbeddedTriton, TritonStartError, free_port
 
 from . import report, triton_stats
 from .load import BenchImage, make_callers, run_closed_loop
-from .machine import describe_cpu, machine_info
+from .machine import describe_cpu
 from .memory import MemorySampler, merge_reports
 from .modes import MODE_DESCRIPTIONS, MODES, DirectCaller, HttpCaller, SplitCaller
 from .pipeline import model_repository
@@ -75,19 +75,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="results folder (default bench/results)")
     parser.add_argument("--sample-interval-s", type=float, default=0.25,
                         help="memory sampling period, seconds")
-    parser.add_argument("--quiet-wait-s", type=float, default=30.0,
-                        help="before each cell, wait up to this many seconds for other "
-                             "processes to use less than --quiet-share of the CPUs "
-                             "(default %(default)s; 0: do not wait)")
-    parser.add_argument("--quiet-share", type=float, default=0.15,
-                        help="share of all cores (0..1) that other processes may use for a "
-                             "cell to start without waiting (default %(default)s)")
     parser.add_argument("--keep-alive", action="store_true",
                         help="HTTP modes: each client reuses one connection (default: a new "
                              "connection per request, like many independent clients)")
     parser.add_argument("--quick", action="store_true",
                         help="a fast check: 4 requests per cell, concurrency 1 and 4")
-    parser.add_argument("--no-chart", action="store_true", help="skip the PNG")
     args = parser.parse_args(argv)
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = set(args.modes) - set(MODES)
@@ -132,26 +124,17 @@ class Bench:
     # -- modes ------------------------------------------------------------------------------
 
     def run_cell(self, mode: str, factory, concurrency: int, groups: list[str],
-                 triton_port: int | None, server: Gunicorn | None = None) -> dict:
-        """One (mode, concurrency) run: its statistics, memory peaks and CPU accounting.
-
-        ``server``: the gunicorn server of an HTTP mode, to record how the client
-        connections spread over its workers.
-        """
+                 triton_port: int | None) -> dict:
+        """One (mode, concurrency) run: its statistics and memory peaks."""
         args = self.args
         requests = max(args.requests, 2 * concurrency)
         callers = make_callers(factory, concurrency)
-        waited_s, other_share = self.wait_quiet()
         self.sampler.start_phase()
         try:
             stats_before = triton_stats.snapshot(self.stats_client) \
                 if self.stats_client and mode != "inprocess" else None
             tcp_before = tcp_counters(triton_port) if triton_port else None
-            cpu_before = self.sampler.cpu_seconds()
-            watcher = SpreadWatcher(server) if server is not None else None
             run = run_closed_loop(callers, self.images, requests, args.budget_s)
-            cpu_after = self.sampler.cpu_seconds()
-            spread = watcher.stop() if watcher is not None else None
             tcp_after = tcp_counters(triton_port) if triton_port else None
             stats = None
             if stats_before is not None:
@@ -164,49 +147,12 @@ class Bench:
         cell = report.cell_summary(mode, run, stats, tcp_delta(tcp_before, tcp_after),
                                    self.probe_bytes if mode == "ensemble" else None)
         cell["memory"] = self.sampler.phase_report(groups)
-        if spread is not None:
-            cell["connections_per_worker"] = spread
-        busy = cpu_after[0] - cpu_before[0]
-        ours = cpu_after[1] - cpu_before[1]
-        capacity = run.wall_s * (os.cpu_count() or 1)
-        cell["cpu"] = {"machine_busy_s": busy, "benchmark_processes_s": ours,
-                       "other_processes_s": max(0.0, busy - ours),
-                       "other_processes_share": max(0.0, busy - ours) / capacity
-                       if capacity else None,
-                       "load_average_1min_after": os.getloadavg()[0],
-                       "waited_for_quiet_s": waited_s,
-                       "other_processes_share_before": other_share}
         lat = cell["latency_ms"]
         log(f"{mode:9s} c={concurrency}: {cell['ok']}/{cell['requests']} ok, "
             f"p50 {lat['p50']:.0f} ms, p95 {lat['p95']:.0f} ms, "
-            f"{cell['throughput_img_s']:.2f} img/s, other processes used "
-            f"{cell['cpu']['other_processes_share'] * 100:.0f} % of the CPUs"
-            + (f", connections per worker {spread}" if spread is not None else "")
+            f"{cell['throughput_img_s']:.2f} img/s"
             + (f", errors: {cell['errors']}" if cell["errors"] else ""))
         return cell
-
-    def wait_quiet(self, probe_s: float = 2.0) -> tuple[float, float | None]:
-        """Wait (up to ``--quiet-wait-s``) until other processes leave the CPUs mostly idle.
-
-        Returns:
-            ``(seconds waited, share of all cores other processes used in the last probe)``;
-            ``(0, None)`` when waiting is off.
-        """
-        if self.args.quiet_wait_s <= 0:
-            return 0.0, None
-        started = time.monotonic()
-        cores = os.cpu_count() or 1
-        while True:
-            before = self.sampler.cpu_seconds()
-            time.sleep(probe_s)
-            after = self.sampler.cpu_seconds()
-            share = max(0.0, (after[0] - before[0]) - (after[1] - before[1])) / (probe_s * cores)
-            waited = time.monotonic() - started
-            if share <= self.args.quiet_share or waited >= self.args.quiet_wait_s:
-                if share > self.args.quiet_share:
-                    log(f"other processes still use {share * 100:.0f} % of the CPUs; "
-                        f"running anyway after {waited:.0f} s")
-                return waited, share
 
     def add_cell(self, mode: str, cell: dict) -> None:
         """Append ``cell`` to ``mode``'s results."""
@@ -241,15 +187,11 @@ class Bench:
                 "workers": args.workers, "threads": args.threads,
                 "gpu_model_ms": args.gpu_model_ms, "network_gbps": args.network_gbps,
                 "triton_response_cache_bytes": 0, "http_keep_alive": args.keep_alive,
-                "quiet_wait_s": args.quiet_wait_s, "quiet_share": args.quiet_share,
                 "wire_bytes_measured": ss_available(),
             },
-            "machine": machine_info(),
-            "code": code_version(),
-            "load_average_at_start": os.getloadavg(),
+            "machine": describe_cpu(),
             "modes": {},
         })
-        results["machine_line"] = describe_cpu(results["machine"])
         self.sampler.track("client", os.getpid(), descendants=False,
                            label="bench client (load generator; split's API work)")
         gateway = inprocess = None
@@ -281,8 +223,7 @@ class Bench:
                         if mode in args.modes:
                             self.add_cell(mode, self.run_cell(
                                 mode, factories[mode], concurrency, groups[mode],
-                                self.triton.grpc_port,
-                                gateway if mode == "ensemble" else None))
+                                self.triton.grpc_port))
                 if gateway is not None:
                     gateway.stop()
                     self.sampler.untrack("gateway")
@@ -302,8 +243,7 @@ class Bench:
                     self.warm(factory, min(args.workers, 4))
                     for concurrency in args.concurrency:
                         self.add_cell("inprocess", self.run_cell(
-                            "inprocess", factory, concurrency, groups["inprocess"], None,
-                            inprocess))
+                            "inprocess", factory, concurrency, groups["inprocess"], None))
             finally:
                 for server in (gateway, inprocess):
                     if server is not None:
@@ -394,44 +334,6 @@ class Bench:
         return server
 
 
-class SpreadWatcher:
-    """Samples a gunicorn server's connections per worker every ``interval_s`` during a run
-    and keeps the sample with the most connections (the spread while all clients are on)."""
-
-    def __init__(self, server: Gunicorn, interval_s: float = 1.0):
-        self.server, self.interval_s, self.best = server, interval_s, []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            spread = self.server.connections_per_worker()
-            if sum(spread) > sum(self.best):
-                self.best = spread
-
-    def stop(self) -> list[int]:
-        """Stop sampling; the fullest spread seen, largest worker first."""
-        self._stop.set()
-        self._thread.join(timeout=10)
-        return self.best
-
-
-def code_version() -> dict:
-    """The checkout benchmarked: commit and the number of files changed since (read-only)."""
-
-    def git(*args):
-        try:
-            return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True,
-                                  text=True, timeout=10).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return ""
-
-    status = git("status", "--porcelain")
-    return {"commit": git("rev-parse", "HEAD") or None,
-            "changed_files": len(status.splitlines()) if status else 0}
-
-
 def box_agreement(results: dict) -> dict:
     """Whether every mode found the same number of boxes on each image."""
     counts: dict[str, dict[str, int]] = {}
@@ -452,7 +354,7 @@ def box_agreement(results: dict) -> dict:
 
 def print_table(results: dict, summary: dict) -> None:
     """The main figures on stdout."""
-    print(f"\nMachine: {results['machine_line']}")
+    print(f"\nMachine: {results['machine']}")
     print(f"Engines: Triton {results.get('triton', {}).get('engines')}, "
           f"in-process {results.get('inprocess_engine')}")
     header = (f"{'mode':10s}{'c':>3s}{'ok':>7s}{'p50 ms':>9s}{'p95 ms':>9s}{'p99 ms':>9s}"
@@ -524,18 +426,14 @@ def main(argv: list[str] | None = None) -> int:
     summary = report.summarize(results, args.gpu_model_ms, args.network_gbps)
     results["summary"] = summary
     base = args.out / f"bench-{stamp}"
-    chart_name = None
-    if not args.no_chart:
-        report.chart(results, base.with_suffix(".png"))
-        chart_name = base.with_suffix(".png").name
-    base.with_suffix(".md").write_text(report.markdown(results, summary, chart_name))
+    base.with_suffix(".md").write_text(report.markdown(results, summary))
     base.with_suffix(".json").write_text(
         json.dumps(_finite(results), indent=1, default=_json_default))
     logs = args.out / f"bench-{stamp}-logs"
     shutil.copytree(work, logs, ignore=shutil.ignore_patterns("var", "warmup-images"))
     shutil.rmtree(work, ignore_errors=True)
     print_table(results, summary)
-    print(f"\nWrote {base}.json, {base}.md" + (f", {base}.png" if chart_name else "")
+    print(f"\nWrote {base}.json, {base}.md"
           + f"; server logs in {logs}")
     return 0
 

@@ -100,28 +100,6 @@ class Gunicorn:
         """``GET path`` as JSON, or None when it does not answer 200."""
         return self._get(path)
 
-    def connections_per_worker(self) -> list[int]:
-        """Established client connections each worker holds now, largest first.
-
-        A gthread worker serves the keep-alive connections it accepted with at most
-        ``threads`` requests at a time, so an uneven spread queues requests in gunicorn.
-        """
-        import psutil
-
-        counts = []
-        try:
-            workers = psutil.Process(self.process.pid).children()
-        except psutil.Error:
-            return counts
-        for worker in workers:
-            try:
-                conns = worker.net_connections(kind="tcp")
-            except (psutil.Error, AttributeError):
-                continue
-            counts.append(sum(1 for c in conns if c.status == psutil.CONN_ESTABLISHED
-                              and c.laddr and c.laddr.port == self.port))
-        return sorted(counts, reverse=True)
-
     @property
     def pid(self) -> int:
         return self.process.pid

@@ -51,12 +51,42 @@ forwarded_allow_ips = os.environ.get("GUNICORN_FORWARDED_ALLOW_IPS", "127.0.0.1"
 
 def on_starting(server):
     """Start every run with an empty Prometheus multiprocess directory (stale worker files
-    from an earlier run would be summed into /metrics)."""
+    from an earlier run would be summed into the metrics)."""
     directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     if directory:
         os.makedirs(directory, exist_ok=True)
         for name in os.listdir(directory):
             os.remove(os.path.join(directory, name))
+
+
+#: The gateway's Prometheus metrics: served by the master on this address only, never on the
+#: API's port, so no proxy or published port in front of the API can expose them. Loopback by
+#: default (make serve); the image sets METRICS_HOST=0.0.0.0 for Prometheus to scrape the pod.
+metrics_host = os.environ.get("METRICS_HOST", "127.0.0.1")
+metrics_port = _env_int("METRICS_PORT", 8004)
+
+
+def when_ready(server):
+    """Serve the workers' pooled metrics (``PROMETHEUS_MULTIPROC_DIR``) on ``metrics_host:
+    metrics_port`` from a thread of the master, which outlives every worker.
+
+    A busy port is logged, not fatal: the API matters more than its metrics.
+    """
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if not directory:
+        server.log.warning("PROMETHEUS_MULTIPROC_DIR is not set: gateway metrics not served")
+        return
+    from prometheus_client import CollectorRegistry, multiprocess, start_http_server
+
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry, path=directory)
+    try:
+        start_http_server(metrics_port, metrics_host, registry=registry)
+    except OSError as exc:
+        server.log.error("gateway metrics not served on %s:%s: %s", metrics_host,
+                         metrics_port, exc)
+        return
+    server.log.info("Gateway metrics at http://%s:%s/metrics", metrics_host, metrics_port)
 
 
 def child_exit(server, worker):

@@ -40,6 +40,17 @@ SECRET_KEY = _secret_key()
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
+# --- CORS (django-cors-headers) -----------------------------------------------------------
+#: Browser apps on these origins (``https://app.example.com``, comma-separated) may call the
+#: API; none by default. Only /api/ answers CORS, never the admin; the key travels in the
+#: Authorization header, not in cookies, so no credentials mode. Preflight requests (OPTIONS)
+#: are answered by the middleware, without a key and without an audit row.
+CORS_ALLOWED_ORIGINS = env.list("DJANGO_CORS_ALLOWED_ORIGINS", default=[])
+CORS_URLS_REGEX = r"^/api/"
+CORS_ALLOW_CREDENTIALS = False
+#: What a browser app may read of an answer besides the simple headers.
+CORS_EXPOSE_HEADERS = ["X-Request-ID", "Retry-After"]
+
 # --- HTTPS hardening ----------------------------------------------------------------------
 #: Production behind TLS: ``DJANGO_SECURE=true`` turns on HTTPS redirects, secure cookies and
 #: HSTS (``manage.py check --deploy`` then reports nothing). Off for the plain-HTTP embedded
@@ -50,8 +61,9 @@ SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE
 SECURE_HSTS_SECONDS = env.int("DJANGO_HSTS_SECONDS", default=31_536_000 if SECURE else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", default=SECURE)
 SECURE_HSTS_PRELOAD = env.bool("DJANGO_HSTS_PRELOAD", default=SECURE)
-# Health probes come over plain HTTP from the kubelet / Docker inside the cluster.
-SECURE_REDIRECT_EXEMPT = [r"^api/health$", r"^api/ready$", r"^metrics$"]
+# Health probes come over plain HTTP from the kubelet / Docker inside the cluster. (Metrics are
+# not on this port at all: gunicorn's master serves them on METRICS_PORT.)
+SECURE_REDIRECT_EXEMPT = [r"^api/health$", r"^api/ready$"]
 if env.bool("DJANGO_BEHIND_TLS_PROXY", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_HTTPONLY = True
@@ -64,6 +76,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "corsheaders",
     "rest_framework",
     "rest_framework_api_key",
     "drf_spectacular",
@@ -75,6 +88,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "ocr_api.middleware.RequestIdMiddleware",
+    # Before anything that may answer (a preflight is answered here, without a key).
+    "corsheaders.middleware.CorsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -201,6 +216,9 @@ OCR_LONG_SIDE_MAX = limits.LONG_SIDE_MAX.read()
 
 #: Reverse proxies whose X-Forwarded-For is believed (addresses or CIDR networks).
 OCR_TRUSTED_PROXIES = env.list("OCR_TRUSTED_PROXIES", default=[])
+#: Requests without a valid API key (none, unknown, revoked, expired) one client address may
+#: send per minute; more answer 429 rate_limited, counted in the shared cache (CACHE_URL).
+OCR_UNAUTHENTICATED_RATE_PER_MINUTE = env.int("OCR_UNAUTHENTICATED_RATE_PER_MINUTE", default=60)
 
 # Uploads up to the cap stay in memory; Django refuses bigger bodies itself.
 DATA_UPLOAD_MAX_MEMORY_SIZE = OCR_MAX_UPLOAD_BYTES + 64 * 1024

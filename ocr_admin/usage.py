@@ -100,8 +100,11 @@ def summarize(days: int = DEFAULT_DAYS, now: dt.datetime | None = None) -> dict:
 
     Returns:
         ``dates`` (ISO, oldest first) and, per date where it says ``per_day``:
-        ``requests`` — ``total``, ``per_day``, ``per_key`` (series: ``key_id``, ``label``,
-        ``counts`` per date, ``total``; busiest first; keyless requests as ``key_id`` None);
+        ``requests`` — ``total``, ``per_day``, ``per_key`` (series: ``key_prefix``,
+        ``key_name``, ``label``, ``counts`` per date, ``total``; busiest first; keyless requests
+        with ``key_prefix`` None). A key is shown by its prefix and name only, never its id:
+        djangorestframework-api-key's id is the prefix and the key's hash, and staff who may
+        not see keys see this page too;
         ``errors`` — HTTP status ≥ 400: ``total``, ``rate``, ``per_day``, ``by_code``
         (``code``, ``status``, ``count``, ``rate`` of all requests; most frequent first);
         ``latency_ms`` — ``total_ms`` of answered requests (HTTP 200): ``count``, ``p50``,
@@ -130,7 +133,8 @@ def summarize(days: int = DEFAULT_DAYS, now: dt.datetime | None = None) -> dict:
 
     keys = {k["pk"]: k for k in ApiKey.objects.filter(pk__in=[k for k in per_key if k])
             .values("pk", "name", "prefix", "revoked")}
-    series = [{"key_id": key_id,
+    series = [{"key_prefix": keys[key_id]["prefix"] if key_id in keys else None,
+               "key_name": keys[key_id]["name"] if key_id in keys else None,
                "label": _key_label(keys[key_id]) if key_id in keys else NO_KEY_LABEL,
                "counts": counts, "total": sum(counts)}
               for key_id, counts in per_key.items()]
@@ -160,8 +164,8 @@ def summarize(days: int = DEFAULT_DAYS, now: dt.datetime | None = None) -> dict:
 
 def _chart_series(per_key: list[dict]) -> list[dict]:
     """Per-key series with colours; keys past ``MAX_KEY_SERIES`` summed into one series."""
-    keyed = [s for s in per_key if s["key_id"] is not None]
-    keyless = [s for s in per_key if s["key_id"] is None]
+    keyed = [s for s in per_key if s["key_prefix"] is not None]
+    keyless = [s for s in per_key if s["key_prefix"] is None]
     shown, rest = keyed[:MAX_KEY_SERIES], keyed[MAX_KEY_SERIES:]
     result = [{"label": s["label"], "color": charts.PALETTE[i % len(charts.PALETTE)],
                "values": s["counts"], "total": s["total"]} for i, s in enumerate(shown)]

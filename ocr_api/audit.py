@@ -1,5 +1,7 @@
 """The audit log and the gateway's metrics of OCR requests: one
-:class:`~ocr_api.models.OcrRequest` row per image, on success and on every refusal.
+:class:`~ocr_api.models.OcrRequest` row per image, on success and on every refusal, for every
+request that authenticated; requests refused before they authenticated are counted per client
+address and minute instead (:class:`~ocr_api.models.RefusalCount`).
 
 A view makes a :class:`RequestRecorder` when it starts handling a request, adds one
 :class:`AuditRecord` per image as it learns about them, and calls
@@ -15,9 +17,12 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
 
 from . import metrics
-from .models import ApiKey, OcrRequest
+from .models import ApiKey, OcrRequest, RefusalCount
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +61,10 @@ class RequestRecorder:
 
     Attributes:
         api_key: the key the request authenticated with; set by the view once known.
+        user: the staff user whose session the request authenticated with (the demo page);
+            set by the view once known.
+        authenticated: the request authenticated (a key or a user); set by the view. Until
+            then the request is counted (:func:`count_refusal`), not written row by row.
         records: one :class:`AuditRecord` per image, made by :meth:`new_record`.
     """
 
@@ -64,6 +73,8 @@ class RequestRecorder:
         self.endpoint = endpoint
         self.client_ip = client_ip(request)
         self.api_key: ApiKey | None = None
+        self.user = None
+        self.authenticated = False
         self.records: list[AuditRecord] = []
         self._started = time.perf_counter()
         metrics.IN_FLIGHT.inc()
@@ -92,18 +103,40 @@ class RequestRecorder:
             if not record.http_status:
                 record.http_status, record.error_code = status, error_code
             record.total_ms = total_ms
-            write(record, self.api_key)
+            if self.authenticated:
+                write(record, self.api_key, self.user)
+            else:
+                count_refusal(record)
             metrics.observe_image(self.endpoint, record.http_status, record.error_code,
                                   record.inference_ms)
         metrics.REQUEST_SECONDS.labels(self.endpoint).observe(total_ms / 1000.0)
 
 
-def write(record: AuditRecord, api_key: ApiKey | None) -> None:
+def write(record: AuditRecord, api_key: ApiKey | None, user=None) -> None:
     """Insert the row. A database failure is logged, never turned into a client error."""
     try:
-        OcrRequest.objects.create(api_key=api_key, **asdict(record))
+        OcrRequest.objects.create(api_key=api_key, user=user, **asdict(record))
     except Exception:  # noqa: BLE001 - losing the answer would be worse than losing the row
         logger.exception("could not write the audit row for %s", record.request_id)
+
+
+def count_refusal(record: AuditRecord) -> None:
+    """Count a request refused before it authenticated in its address's row of this minute
+    (made on the first one). A database failure is logged, never turned into a client error."""
+    key = {"minute": timezone.now().replace(second=0, microsecond=0),
+           "client_ip": record.client_ip or "", "endpoint": record.endpoint,
+           "http_status": record.http_status, "error_code": record.error_code}
+    rows = RefusalCount.objects.filter(**key)
+    try:
+        if rows.update(count=F("count") + 1):
+            return
+        try:
+            with transaction.atomic():
+                RefusalCount.objects.create(count=1, **key)
+        except IntegrityError:  # another worker made the row in between
+            rows.update(count=F("count") + 1)
+    except Exception:  # noqa: BLE001 - like write(): the answer matters more than the count
+        logger.exception("could not count the refusal of %s", record.request_id)
 
 
 @functools.lru_cache(maxsize=8)

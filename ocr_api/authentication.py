@@ -9,10 +9,44 @@ or expired key answers 401 ``authentication_failed``.
 CSRF-checked; its audit rows have no key and per-key limits do not apply to it.
 """
 
+import re
+
 from rest_framework import authentication, exceptions, permissions
 from rest_framework_api_key.permissions import KeyParser
 
 from .models import ApiKey
+
+#: How a request carries its key, as every "no key" answer says.
+EXPECTED_FORM = f"Authorization: {KeyParser.keyword} <key>"
+#: An Authorization scheme that may be repeated back: a word, never a key (keys have a dot).
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z-]{0,19}")
+
+
+def missing_key_message(request) -> str:
+    """Why a request has no API key that counts, and the form that works (the message of 401
+    ``not_authenticated``). Never repeats the credential itself.
+
+    Args:
+        request: Django's or DRF's request.
+    """
+    meta = request.META
+    scheme, _, rest = meta.get("HTTP_AUTHORIZATION", "").strip().partition(" ")
+    ours = scheme.rstrip(":").lower() == KeyParser.keyword.lower()     # (case-insensitive)
+    if meta.get("HTTP_X_API_KEY"):
+        sent = "The X-Api-Key header is not read."
+    elif not scheme:
+        return f"No API key: send it as '{EXPECTED_FORM}'."
+    elif ours and scheme.endswith(":"):
+        sent = f"The Authorization value starts {scheme!r}: no colon after the scheme."
+    elif ours:
+        sent = f"The Authorization header has the {KeyParser.keyword} scheme but no key."
+    elif not rest.strip():
+        sent = "The Authorization header has no scheme (a bare key)."
+    elif _SCHEME.fullmatch(scheme):
+        sent = f"The Authorization header uses the {scheme!r} scheme."
+    else:
+        sent = "The Authorization header is not in the expected form."
+    return f"{sent} Send the API key as '{EXPECTED_FORM}'."
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import logging
 
+from django.core.exceptions import DisallowedHost
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import Http404, JsonResponse
+from django.http.request import split_domain_port
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -24,6 +26,8 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from ocr_contract.errors import ERROR_CODES
 from ocr_inference.errors import InferenceError, InferenceRefused
 from ocr_inference.errors import InferenceTimeout as InferenceTimeoutError
+
+from .authentication import missing_key_message
 
 logger = logging.getLogger(__name__)
 
@@ -200,11 +204,51 @@ def exception_handler(exc, context):
                         status=status.HTTP_500_INTERNAL_SERVER_ERROR)
 
     message, field = _message_and_field(exc)
-    response.data = error_body(request, _code_of(exc), message, field)
+    code = _code_of(exc)
+    if code == "not_authenticated":
+        message = missing_key_message(request)
+    elif isinstance(exc, exceptions.UnsupportedMediaType) and not isinstance(exc, ApiError):
+        message = unsupported_content_type_message(request, context.get("view"))
+    response.data = error_body(request, code, message, field)
     retry_after = getattr(exc, "retry_after", None)
     if retry_after is not None:
         response["Retry-After"] = str(int(retry_after))
     return response
+
+
+def unsupported_content_type_message(request, view) -> str:
+    """What to send instead of a body whose content type no parser of ``view`` reads (DRF's
+    415): the view's ``upload_help``, and the curl options for curl's default form encoding."""
+    sent = request.content_type or "none"
+    help_text = getattr(view, "upload_help", "")
+    if not help_text:
+        return f"Content type {sent!r} is not accepted here."
+    message = f"Content type {sent!r} is not accepted: {help_text}"
+    if sent == "application/x-www-form-urlencoded":
+        message += (" With curl: -F image=@photo.jpg, or --data-binary @photo.jpg -H "
+                    "'Content-Type: image/jpeg' (--data-binary alone sends a form encoding).")
+    return message
+
+
+def disallowed_host_message(request) -> str:
+    """Which host name a request used that ``DJANGO_ALLOWED_HOSTS`` does not list, and what
+    the server's operator sets to allow it (Django's 400 for an unknown ``Host``)."""
+    raw = request.META.get("HTTP_HOST", "")[:200]
+    domain, _ = split_domain_port(raw)
+    if not domain:
+        return f"The Host header {raw!r} is not a valid host name."
+    return (f"This server does not answer to the host name {domain!r}: its operator must add "
+            f"{domain!r} to the DJANGO_ALLOWED_HOSTS setting (comma-separated), or call it by "
+            "a name listed there.")
+
+
+def bad_request_view(request, exception=None):
+    """Django's ``handler400``: the API's JSON error; for an unknown ``Host`` (a phone on the
+    LAN calling ``make serve``) it says which host and which setting allows it."""
+    message = (disallowed_host_message(request) if isinstance(exception, DisallowedHost)
+               else "Bad request.")
+    return JsonResponse(error_body(request, "malformed_request", message), status=400,
+                        json_dumps_params={"separators": (",", ":")})
 
 
 def json_error_view(status_code: int, code: str, message: str):

@@ -1,9 +1,10 @@
-"""Prometheus metrics of the gateway, served at ``GET /metrics``.
+"""Prometheus metrics of the gateway.
 
 Under gunicorn every worker is a process: with ``PROMETHEUS_MULTIPROC_DIR`` set (the serve
-command and the container images set it; gunicorn.conf.py cleans up after dead workers), each
-worker writes its samples there and ``/metrics`` sums them. Without it (tests, ``runserver``),
-the process's own registry is served.
+command and the container images set it), each worker writes its samples there, and
+gunicorn's master serves their sum on a port of its own, never the API's (``METRICS_HOST``,
+``METRICS_PORT``: see ``deploy/gunicorn.conf.py``). Without it (tests), the samples stay in
+this process's registry.
 
 Triton's own metrics (queue and compute time per model, GPU use) are on Triton's metrics port.
 """
@@ -12,8 +13,13 @@ from __future__ import annotations
 
 import os
 
-from prometheus_client import (CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter,
-                               Gauge, Histogram, generate_latest, multiprocess)
+from prometheus_client import Counter, Gauge, Histogram
+
+# prometheus_client writes each metric's file into the directory as the metric is created
+# below; only gunicorn's start hook makes the directory, and a management command (migrate,
+# check, create_api_key) run in the image before gunicorn must not crash on it.
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    os.makedirs(os.environ["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
 
 #: Latency buckets in seconds: CPU inference takes 0.2-5 s, GPU inference 10-100 ms.
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64)
@@ -35,13 +41,3 @@ def observe_image(endpoint: str, status: int, code: str, inference_ms: float | N
     REQUESTS.labels(endpoint, str(status), code).inc()
     if inference_ms is not None:
         INFERENCE_SECONDS.observe(inference_ms / 1000.0)
-
-
-def exposition() -> tuple[bytes, str]:
-    """The current metrics in Prometheus text format, and its content type."""
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry)
-    else:
-        registry = REGISTRY
-    return generate_latest(registry), CONTENT_TYPE_LATEST

@@ -1,5 +1,6 @@
 """API keys and the audit log."""
 
+from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
 from rest_framework_api_key.models import AbstractAPIKey
@@ -31,13 +32,17 @@ class OcrRequest(models.Model):
 
     Images and the text read in them are never stored (text is often personal data: ID cards,
     receipts): only ``char_count``, how many characters were read. Times are milliseconds;
-    ``bytes_received`` is the image's size.
+    ``bytes_received`` is the image's size. Who sent it: ``api_key``, or ``user`` for a staff
+    session (the demo page).
     """
 
     request_id = models.CharField(max_length=64, db_index=True)
     created = models.DateTimeField(auto_now_add=True, db_index=True)
     api_key = models.ForeignKey(ApiKey, null=True, blank=True, on_delete=models.SET_NULL,
                                 related_name="requests")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                             on_delete=models.SET_NULL, related_name="ocr_requests",
+                             help_text="The staff user whose session sent it (the demo page).")
     client_ip = models.GenericIPAddressField(null=True, blank=True)
     endpoint = models.CharField(max_length=32, default="ocr")
     bytes_received = models.PositiveBigIntegerField(default=0)
@@ -62,3 +67,34 @@ class OcrRequest(models.Model):
 
     def __str__(self):
         return f"{self.request_id} {self.http_status} {self.error_code or 'ok'}"
+
+
+class RefusalCount(models.Model):
+    """Requests refused before they authenticated (no API key, an unknown, revoked or expired
+    one, or the per-address throttle of such requests), counted per client address, minute,
+    endpoint, status and code rather than written one audit row each.
+
+    Anyone can send those without limit, so one row each would let a loop of junk keys grow
+    the table (and the disk) as fast as the gateway answers; counted, a flood adds at most a
+    few rows per address and minute, and still says who sent what, when and how often.
+    Requests that authenticated keep their row each in :class:`OcrRequest`.
+    """
+
+    minute = models.DateTimeField(db_index=True, help_text="Start of the minute (UTC).")
+    client_ip = models.CharField(max_length=45, blank=True,
+                                 help_text="The client's address ('' when unknown).")
+    endpoint = models.CharField(max_length=32)
+    http_status = models.PositiveSmallIntegerField()
+    error_code = models.CharField(max_length=64, blank=True)
+    count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-minute"]
+        verbose_name = "refusal before authentication (per minute)"
+        verbose_name_plural = "refusals before authentication (per minute)"
+        constraints = [models.UniqueConstraint(
+            fields=["minute", "client_ip", "endpoint", "http_status", "error_code"],
+            name="refusal_count_unique_minute")]
+
+    def __str__(self):
+        return f"{self.minute:%Y-%m-%d %H:%M} {self.client_ip} {self.error_code} x{self.count}"

@@ -1,4 +1,5 @@
-"""Per-key throttling: a sliding-window rate per minute and a daily quota, both per image.
+"""Per-key throttling: a sliding-window rate per minute and a daily quota, both per image; and
+per client address, a rate of requests without a valid key.
 
 Limits are read from the :class:`~ocr_api.models.ApiKey` row on every request, so edits in
 Django admin apply at once. Views that take several images in one request set
@@ -10,10 +11,12 @@ from __future__ import annotations
 import datetime as dt
 import time
 
+from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
-from rest_framework.throttling import BaseThrottle
+from rest_framework.throttling import BaseThrottle, SimpleRateThrottle
 
+from .audit import client_ip
 from .errors import QuotaExceeded, TooManyImages
 from .models import ApiKey, OcrRequest
 
@@ -101,3 +104,19 @@ class DailyQuotaThrottle(BaseThrottle):
                 f"The key's daily quota of {api_key.daily_quota} images is used up.",
                 retry_after=max(1, int(seconds_left)))
         return True
+
+
+class UnauthenticatedRateThrottle(SimpleRateThrottle):
+    """At most ``OCR_UNAUTHENTICATED_RATE_PER_MINUTE`` requests without a valid key per client
+    address (:func:`ocr_api.audit.client_ip`) in any 60-second window (429 rate_limited with
+    ``Retry-After``); the view asks it only for such requests, so a valid key sent from the
+    same address is never refused by it. DRF's sliding window, in the shared cache.
+    """
+
+    scope = "unauthenticated"
+
+    def get_rate(self) -> str:
+        return f"{settings.OCR_UNAUTHENTICATED_RATE_PER_MINUTE}/minute"
+
+    def get_cache_key(self, request, view) -> str:
+        return f"throttle_unauthenticated_{client_ip(request) or 'unknown'}"

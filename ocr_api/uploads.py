@@ -7,16 +7,19 @@ inside the image (that is :mod:`ocr_api.image_probe`).
 from __future__ import annotations
 
 from django.conf import settings
+from ocr_contract.limits import BODY_OVER_LIMIT_HEADER, MULTIPART_SLACK_BYTES
 
 from . import errors
 from .serializers import OcrParametersSerializer
 
-#: Multipart framing (boundaries, part headers) allowed on top of the image bytes.
-MULTIPART_SLACK_BYTES = 64 * 1024
+#: ``request.META`` key of :data:`~ocr_contract.limits.BODY_OVER_LIMIT_HEADER`.
+_OVER_LIMIT_META = "HTTP_" + BODY_OVER_LIMIT_HEADER.upper().replace("-", "_")
 
 
 def check_declared_length(request, limit: int) -> None:
-    """Refuse an oversized body from its Content-Length header, before reading it.
+    """Refuse an oversized body from its Content-Length header, before reading it; or one the
+    buffering proxy refused (its header :data:`~ocr_contract.limits.BODY_OVER_LIMIT_HEADER`:
+    the declared or chunked body crossed the same limit, and nothing of it was sent on).
 
     Args:
         limit: most bytes of images the request may carry (multipart framing comes on top).
@@ -24,6 +27,8 @@ def check_declared_length(request, limit: int) -> None:
     Raises:
         errors.PayloadTooLarge: the declared body is larger.
     """
+    if request.META.get(_OVER_LIMIT_META):
+        raise errors.PayloadTooLarge(f"The body is larger than the limit of {limit} bytes.")
     try:
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:

@@ -12,6 +12,7 @@ Standard library only, so the system ``python3`` runs it before the virtualenv e
   links it;
 - the Tesseract language data the Tesseract recognizer loads
   (:data:`ocr_contract.languages.TESSERACT_TRAINEDDATA`);
+- nginx, the buffering proxy in front of gunicorn (:mod:`ocr_embedded.proxy`);
 - for the tests, Debian's Chromium (the browser tests drive it; Playwright never downloads one)
   and ``ss`` from iproute2 (the benchmark's smoke test reads TCP counters with it).
 """
@@ -87,6 +88,9 @@ def missing(purpose: str, environ=os.environ) -> tuple[list[str], list[str]]:
         problems.append(f"Tesseract language data missing in "
                         f"{folder or languages.TESSDATA_DIRS[0]}: {', '.join(absent)}")
         fixes += [languages.debian_package(name) for name in absent]
+    if shutil.which("nginx") is None and shutil.which("nginx", path="/usr/sbin:/sbin") is None:
+        problems.append("nginx is missing (the buffering proxy in front of gunicorn)")
+        fixes.append("nginx")
     if purpose == "test":
         chromium = Path(environ.get("OCR_TEST_CHROMIUM", "/usr/bin/chromium"))
         if not chromium.exists():
@@ -103,6 +107,7 @@ def packages(purpose: str) -> list[str]:
     languages = _languages()
     names = [_libpython_package()]
     names += [languages.debian_package(name) for name in languages.TESSERACT_TRAINEDDATA]
+    names.append("nginx")
     return names + (["chromium", "iproute2"] if purpose == "test" else [])
 
 

@@ -1,9 +1,11 @@
 """One gRPC client for the ensemble: :class:`TritonClient`.
 
 gRPC channels are thread-safe and keep a long-lived HTTP/2 connection, so one client serves
-every thread of a process and each inference costs one RPC, not a new connection. With a
-``dns:///host:port`` target and several Triton pods behind a headless Service, the channel
-balances calls round-robin across every address DNS returns.
+every thread of a process and each inference costs one RPC, not a new connection. With several
+replicas in the target (``ipv4:10.0.0.1:8001,10.0.0.2:8001``, or ``dns:///triton:8001`` and
+several Triton pods behind a headless Service) the channel balances calls round-robin across
+them (:mod:`ocr_inference.targets`). Inference is idempotent, so a call that finds its replica
+unreachable or not ready is sent once more, to the next replica, within the same deadline.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import tritonclient.grpc as grpcclient
 from ocr_contract.tensors import BOXES, ENSEMBLE, IMAGE_SIZE, SCORES, TEXT, TEXT_SCORES, TEXTS
 from tritonclient.utils import InferenceServerException
 
-from . import errors
+from . import errors, targets
 from .requests import build_inputs, parameter_inputs, requested_outputs
 from .shared_memory import SharedMemoryPool
 
@@ -38,6 +40,15 @@ CHANNEL_ARGS = [
     ("grpc.max_reconnect_backoff_ms", 2_000),
     ("grpc.lb_policy_name", "round_robin"),
 ]
+
+#: Least time left before the deadline that is worth a retry, seconds.
+MIN_RETRY_S = 0.05
+
+
+def _retryable(exc: InferenceServerException) -> bool:
+    """The call may succeed on another replica: it was unreachable, not ready or overloaded
+    (never a timeout, a refusal or a model failure)."""
+    return isinstance(errors.from_triton(exc, 0.0), errors.InferenceUnavailable)
 
 
 @dataclass(frozen=True)
@@ -68,22 +79,30 @@ class OcrResult:
 
 
 class TritonClient:
-    """gRPC client for one ensemble on one Triton target (``host:port`` or ``dns:///...``).
+    """gRPC client for one ensemble on a Triton target of one or several replicas.
 
     Args:
-        url: gRPC target.
+        url: gRPC target: ``host:port``, ``ipv4:a:port,b:port`` or ``dns:///name:port``
+            (:mod:`ocr_inference.targets`); calls go round-robin over its replicas.
         model: the ensemble's name.
-        timeout_s: deadline of one inference, seconds.
+        timeout_s: deadline of one inference, seconds, retry included.
         shared_memory_bytes: when > 0, image bytes go through system shared-memory regions of
-            this size (:mod:`ocr_inference.shared_memory`); only for Triton on the same host.
+            this size (:mod:`ocr_inference.shared_memory`); only for one Triton on the same
+            host, so it is ignored when ``url`` names several replicas.
     """
 
     def __init__(self, url: str, model: str = ENSEMBLE, timeout_s: float = 30.0,
                  shared_memory_bytes: int = 0):
         self.url, self.model, self.timeout_s = url, model, timeout_s
         self._client = grpcclient.InferenceServerClient(url, channel_args=CHANNEL_ARGS)
+        if shared_memory_bytes and len(targets.replicas(url)) > 1:
+            # A region registered through the balanced channel exists on one replica only.
+            logger.warning("shared memory is off: %s names several Triton replicas", url)
+            shared_memory_bytes = 0
         self.shared_memory = (SharedMemoryPool(self._client, shared_memory_bytes)
                               if shared_memory_bytes else None)
+        self._probes: dict[str, grpcclient.InferenceServerClient] = {}
+        self._probes_lock = threading.Lock()
 
     # -- one image -------------------------------------------------------------------------
 
@@ -95,6 +114,9 @@ class TritonClient:
             parameters: ``{API name: value}`` of :mod:`ocr_contract.parameters`; absent or
                 None ones take the model's defaults.
 
+        A call that finds its replica unreachable or not ready is sent once more (the channel
+        picks the next replica) in the time left before the deadline.
+
         Raises:
             errors.InferenceError: see :func:`ocr_inference.errors.from_triton`.
         """
@@ -104,7 +126,7 @@ class TritonClient:
                 result = self._client.infer(self.model, inputs, outputs=requested_outputs(),
                                             client_timeout=self.timeout_s)
         except InferenceServerException as exc:
-            return self._after_failure(exc, image, parameters)
+            return self._after_failure(exc, image, parameters, started)
         return self._result(result, started)
 
     # -- several images --------------------------------------------------------------------
@@ -118,7 +140,37 @@ class TritonClient:
         Returns:
             per item, in order: its :class:`OcrResult`, or the
             :class:`~ocr_inference.errors.InferenceError` it failed with (one bad image does
-            not fail the others).
+            not fail the others). Calls another replica may answer are sent once more, like
+            :meth:`infer`'s.
+        """
+        started = time.perf_counter()
+        outcomes = self._infer_async(items, self.timeout_s, use_shared_memory=True)
+        # Once more for the calls another replica may answer (or that lost their shared-memory
+        # registration), in the time left.
+        again = [index for index, outcome in enumerate(outcomes)
+                 if isinstance(outcome, InferenceServerException)
+                 and (self._lost_registration(outcome) or _retryable(outcome))]
+        remaining = self.timeout_s - (time.perf_counter() - started)
+        if again and remaining > MIN_RETRY_S:
+            retried = self._infer_async([items[index] for index in again], remaining,
+                                        use_shared_memory=False)
+            for index, outcome in zip(again, retried):
+                outcomes[index] = outcome
+        for index, outcome in enumerate(outcomes):
+            if outcome is None:  # never answered, even past the deadline
+                outcomes[index] = errors.InferenceTimeout(self.timeout_s)
+            elif isinstance(outcome, InferenceServerException):
+                outcomes[index] = self._error(outcome)
+        return outcomes
+
+    def _infer_async(self, items: list[tuple[bytes, dict]], timeout_s: float,
+                     use_shared_memory: bool) -> list:
+        """Send every item at once and wait for all answers, at most ``timeout_s`` (+ margin).
+
+        Returns:
+            per item: an :class:`OcrResult`, an :class:`~ocr_inference.errors.InferenceError`
+            (a malformed answer), the :class:`InferenceServerException` of a failed call, or
+            None when no answer came.
         """
         outcomes: list = [None] * len(items)
         done = threading.Semaphore(0)
@@ -139,10 +191,11 @@ class TritonClient:
                     done.release()
 
             try:
-                inputs = stack.enter_context(self._inputs(image, parameters))
+                inputs = stack.enter_context(self._inputs(image, parameters,
+                                                          use_shared_memory))
                 self._client.async_infer(self.model, inputs, callback,
                                          outputs=requested_outputs(),
-                                         client_timeout=self.timeout_s)
+                                         client_timeout=timeout_s)
             except InferenceServerException as exc:
                 stack.close()
                 outcomes[index] = exc
@@ -151,18 +204,10 @@ class TritonClient:
         for index, (image, parameters) in enumerate(items):
             submit(index, image, parameters)
         # Every call has the client deadline; the margin covers callbacks still running.
-        deadline = time.monotonic() + self.timeout_s + 10.0
+        deadline = time.monotonic() + timeout_s + 10.0
         for _ in items:
             if not done.acquire(timeout=max(0.0, deadline - time.monotonic())):
                 break
-        for index, outcome in enumerate(outcomes):
-            if outcome is None:  # never answered, even past the deadline
-                outcomes[index] = errors.InferenceTimeout(self.timeout_s)
-            elif isinstance(outcome, InferenceServerException):
-                try:
-                    outcomes[index] = self._after_failure(outcome, *items[index])
-                except errors.InferenceError as exc:
-                    outcomes[index] = exc
         return outcomes
 
     # -- shared pieces ---------------------------------------------------------------------
@@ -177,30 +222,43 @@ class TritonClient:
             yield ([tensor, *parameter_inputs(parameters)] if tensor is not None
                    else build_inputs(image, parameters))
 
-    def _after_failure(self, exc: InferenceServerException, image: bytes,
-                       parameters: dict) -> OcrResult:
-        """What to do after a failed call: once Triton has lost our shared-memory regions (it
-        restarted), register them again on next use and send this image in the message;
-        otherwise raise the failure.
-
-        Raises:
-            errors.InferenceError: the failure, mapped by :func:`errors.from_triton`.
-        """
+    def _lost_registration(self, exc: InferenceServerException) -> bool:
+        """Triton no longer knows our shared-memory regions (it restarted): they are forgotten,
+        to be registered again on next use."""
         if self.shared_memory is not None and self.shared_memory.lost_registration(exc):
             self.shared_memory.forget_registrations()
-            started = time.perf_counter()
+            return True
+        return False
+
+    def _after_failure(self, exc: InferenceServerException, image: bytes,
+                       parameters: dict, started: float) -> OcrResult:
+        """What to do after a failed call: send it once more, with the image in the message,
+        when another replica may answer it (:func:`_retryable`) or Triton lost our
+        shared-memory regions, and time is left before the deadline; otherwise raise.
+
+        Raises:
+            errors.InferenceError: the (last) failure, mapped by :func:`errors.from_triton`.
+        """
+        remaining = self.timeout_s - (time.perf_counter() - started)
+        if (self._lost_registration(exc) or _retryable(exc)) and remaining > MIN_RETRY_S:
+            logger.warning("Triton call failed (%s), sent again", exc.status())
             try:
                 result = self._client.infer(self.model, build_inputs(image, parameters),
                                             outputs=requested_outputs(),
-                                            client_timeout=self.timeout_s)
+                                            client_timeout=remaining)
             except InferenceServerException as retry_exc:
                 exc = retry_exc
             else:
                 return self._result(result, started)
+        raise self._error(exc)
+
+    def _error(self, exc: InferenceServerException) -> errors.InferenceError:
+        """The :class:`~ocr_inference.errors.InferenceError` of a failed call (logged when it
+        is Triton's failure)."""
         error = errors.from_triton(exc, self.timeout_s)
         if isinstance(error, errors.InferenceFailed):
             logger.error("Triton failed: %s", error)
-        raise error
+        return error
 
     def _result(self, result: grpcclient.InferResult, started: float) -> OcrResult:
         """The answer as an :class:`OcrResult`.
@@ -232,15 +290,39 @@ class TritonClient:
     # -- health ----------------------------------------------------------------------------
 
     def is_ready(self, timeout_s: float = 2.0) -> bool:
-        """True when Triton is live and the ensemble is ready (never raises)."""
+        """True when Triton is live and the ensemble is ready (never raises). With several
+        replicas this asks whichever one the channel picks; see :meth:`replicas_ready`."""
+        return self._ready(self._client, timeout_s)
+
+    def _ready(self, client: grpcclient.InferenceServerClient, timeout_s: float) -> bool:
         try:
-            return bool(self._client.is_server_live(client_timeout=timeout_s)
-                        and self._client.is_model_ready(self.model, client_timeout=timeout_s))
+            return bool(client.is_server_live(client_timeout=timeout_s)
+                        and client.is_model_ready(self.model, client_timeout=timeout_s))
         except InferenceServerException:
             return False
 
+    def replicas_ready(self, timeout_s: float = 2.0) -> tuple[int, int]:
+        """``(ready, total)``: of the replicas the target names now
+        (:func:`ocr_inference.targets.replicas`), how many are live with the ensemble ready.
+        Each is asked over a channel of its own, kept for the next call (never raises)."""
+        names = targets.replicas(self.url)
+        with self._probes_lock:
+            for name in set(self._probes) - set(names):      # gone from DNS
+                self._probes.pop(name).close()
+            for name in names:
+                if name not in self._probes:
+                    # Same short reconnect backoff: a replica back is seen within seconds.
+                    self._probes[name] = grpcclient.InferenceServerClient(
+                        name, channel_args=CHANNEL_ARGS)
+            probes = [self._probes[name] for name in names]
+        return sum(self._ready(probe, timeout_s) for probe in probes), len(names)
+
     def close(self) -> None:
-        """Unregister shared memory (if any) and close the channel."""
+        """Unregister shared memory (if any) and close the channels."""
         if self.shared_memory is not None:
             self.shared_memory.close()
         self._client.close()
+        with self._probes_lock:
+            for probe in self._probes.values():
+                probe.close()
+            self._probes.clear()

@@ -79,6 +79,26 @@ class ModelControl:
                                   m.get("reason", "")) for m in index.get("models", [])),
                       key=lambda m: (m.name, m.version))
 
+    def ensemble_steps(self) -> dict[str, tuple[str, ...]]:
+        """The step models of every loaded ensemble, from Triton's own configs.
+
+        Returns:
+            ``{ensemble name: (step model names, in order)}``.
+
+        Raises:
+            ModelControlError: Triton cannot be reached.
+        """
+        steps = {}
+        for model in self.index():
+            if not model.ready or model.name in steps:
+                continue
+            config = self._call("get_model_config", model.name, as_json=True,
+                                client_timeout=self.timeout_s)["config"]
+            if config.get("platform") == "ensemble":
+                steps[model.name] = tuple(
+                    step["model_name"] for step in config["ensemble_scheduling"]["step"])
+        return steps
+
     def load(self, name: str) -> None:
         """Load ``name`` (and, for an ensemble, its composing models), or reload it.
 
@@ -105,3 +125,58 @@ class ModelControl:
             time.sleep(0.2)
 
     reload = load
+
+
+#: A model's state once another it depends on is unloaded.
+UNAVAILABLE = "UNAVAILABLE"
+#: Still READY, but its requests fail when they need the unloaded model.
+FAILING = "READY, failing"
+
+
+@dataclass(frozen=True)
+class Consequence:
+    """What unloading a model does to another one.
+
+    Attributes:
+        name: the other model.
+        state: :data:`UNAVAILABLE` (Triton takes it down: an ensemble whose step is gone) or
+            :data:`FAILING` (it stays READY but fails: it, or one of its steps, calls the model
+            through BLS).
+        reason: why, in words, e.g. "runs craft as a step".
+    """
+
+    name: str
+    state: str
+    reason: str
+
+
+def unload_consequences(name: str, ensemble_steps: dict[str, tuple[str, ...]],
+                        bls_calls: dict[str, tuple[str, ...]]) -> list[Consequence]:
+    """Every model that stops working when ``name`` is unloaded, transitively.
+
+    An ensemble one of whose steps is unavailable becomes unavailable itself; a model that
+    calls an unavailable or failing model through BLS, and an ensemble with a failing step,
+    stay READY but fail (Triton does not know about BLS calls).
+
+    Args:
+        name: the model to unload.
+        ensemble_steps: ``{ensemble: step models}`` (:meth:`ModelControl.ensemble_steps`).
+        bls_calls: ``{model: models it calls through BLS}``
+            (:data:`ocr_contract.tensors.BLS_CALLS`).
+
+    Returns:
+        the consequences, nearest first (each model once).
+    """
+    found: dict[str, Consequence] = {}
+    queue = [(name, UNAVAILABLE)]
+    while queue:
+        current, state = queue.pop(0)
+        for ensemble, steps in sorted(ensemble_steps.items()):
+            if current in steps and ensemble != name and ensemble not in found:
+                found[ensemble] = Consequence(ensemble, state, f"runs {current} as a step")
+                queue.append((ensemble, state))
+        for caller, called in sorted(bls_calls.items()):
+            if current in called and caller != name and caller not in found:
+                found[caller] = Consequence(caller, FAILING, f"calls {current} through BLS")
+                queue.append((caller, FAILING))
+    return list(found.values())

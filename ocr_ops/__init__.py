@@ -1,3 +1,4 @@
 """Operators' management commands: ``serve_embedded`` (the ``make serve`` stack),
-``fetch_models`` (weights), ``triton_models`` (model control), ``evaluate_detection``
-(detection quality through a served ensemble)."""
+``fetch_models`` (weights), ``quantize_models`` (INT8 CRAFT), ``triton_models`` (model
+control), ``evaluate_detection`` and ``evaluate_recognition`` (quality through a served
+ensemble)."""

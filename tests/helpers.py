@@ -18,13 +18,19 @@ def reference_boxes(long_side: int = 1280) -> dict:
     return json.loads((DATA / "reference" / f"craft_boxes_{long_side}.json").read_text())
 
 
+#: OpenVINO's compiled models and precision decisions, shared by every test server (and kept
+#: between runs): each network is compiled and measured once, not once per server.
+ENGINE_CACHE = Path(django_settings.VAR_DIR) / "cache" / "openvino-tests"
+
+
 @contextmanager
 def running_triton(tmp_path_factory, name: str, repository: Path | None = None, **options):
     """A started :class:`EmbeddedTriton` on free ports, logging into a fresh temp folder;
     stopped on exit. ``options`` are EmbeddedTriton's (flavour, cache_bytes, env, ...)."""
+    env = {"OCR_ENGINE_CACHE_DIR": str(ENGINE_CACHE), **options.pop("env", {})}
     server = EmbeddedTriton(
         repository=repository or django_settings.TRITON_MODEL_REPOSITORY,
-        log_path=tmp_path_factory.mktemp(name) / "triton.log", **options)
+        log_path=tmp_path_factory.mktemp(name) / "triton.log", env=env, **options)
     try:
         server.start()
         yield server
@@ -56,7 +62,7 @@ def copy_repository(target: Path) -> Path:
         destination = target / path.relative_to(source)
         if path.is_dir():
             destination.mkdir(parents=True, exist_ok=True)
-        elif path.suffix == ".onnx":
+        elif path.suffix in (".onnx", ".bin"):
             destination.hardlink_to(path)
         else:
             destination.write_bytes(path.read_bytes())

@@ -60,6 +60,13 @@ MIN_IMAGE_SIDE = Limit("OCR_MIN_IMAGE_SIDE", 8, "pixels",
 LONG_SIDE_MIN = Limit("OCR_LONG_SIDE_MIN", 64, "pixels", "smallest long_side a request may ask")
 LONG_SIDE_MAX = Limit("OCR_LONG_SIDE_MAX", 2560, "pixels", "largest long_side a request may ask")
 
+#: Multipart framing (boundaries, part headers) a body may carry on top of its images' bytes.
+MULTIPART_SLACK_BYTES = 64 * 1024
+#: Set by the buffering proxy in front of the gateway (:mod:`ocr_embedded.proxy`) on the
+#: body-less request it sends on when it refused a body over the limit; the gateway answers
+#: it with its JSON 413 (and the audit row). The proxy removes it from every client request.
+BODY_OVER_LIMIT_HEADER = "X-OCR-Body-Over-Limit"
+
 #: Every limit, in documentation order.
 LIMITS = (MAX_UPLOAD_BYTES, BATCH_MAX_IMAGES, BATCH_MAX_UPLOAD_BYTES, MAX_PIXELS,
           MIN_IMAGE_SIDE, LONG_SIDE_MIN, LONG_SIDE_MAX)

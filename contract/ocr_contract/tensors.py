@@ -11,6 +11,15 @@ from dataclasses import dataclass
 #: The Triton model the gateway calls: bytes in, boxes (and their text) out.
 ENSEMBLE = "ensemble_ocr"
 
+#: The models the ensemble's ``recognize`` step calls through BLS (Python-backend model
+#: calls), by that step. Triton loads and unloads an ensemble's steps with it, but knows
+#: nothing of BLS calls: these are loaded by name at start
+#: (``ocr_pipeline.tritonserver.MODELS_AT_START``), and with one of them unloaded the ensemble
+#: stays READY while every request that reads text fails.
+RECOGNIZER_MODEL = "recognizer"
+TESSERACT_MODEL = "tesseract"
+BLS_CALLS: dict[str, tuple[str, ...]] = {"recognize": (RECOGNIZER_MODEL, TESSERACT_MODEL)}
+
 
 @dataclass(frozen=True)
 class Tensor:

@@ -4,7 +4,9 @@ audit log and metrics of every request."""
 from __future__ import annotations
 
 from django.conf import settings
+from ocr_contract.formats import ACCEPTED_FORMATS_TEXT
 from ocr_inference.client import OcrResult
+from rest_framework import exceptions
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.parsers import MultiPartParser
 from rest_framework.views import APIView
@@ -13,7 +15,7 @@ from .. import audit, uploads
 from ..authentication import ApiKeyAuthentication
 from ..models import ApiKey
 from ..parsers import OctetStreamParser, RawImageParser
-from ..throttling import ApiKeyRateThrottle, DailyQuotaThrottle
+from ..throttling import ApiKeyRateThrottle, DailyQuotaThrottle, UnauthenticatedRateThrottle
 
 
 def result_body(result: OcrResult, image_format: str, recognized: bool) -> dict:
@@ -45,13 +47,19 @@ class OcrEndpoint(APIView):
     """Base view of the OCR endpoints.
 
     :meth:`dispatch` records every request, answered or refused (authentication, throttling,
-    validation, Triton): one audit row per image, and the metrics. :meth:`initial` runs DRF's
+    validation, Triton): one audit row per image, and the metrics; a request that never
+    authenticated is counted per address and minute instead, and throttled per address
+    (:meth:`check_unauthenticated_throttle`). :meth:`initial` runs DRF's
     checks in DRF's order, with the size check between permissions and throttling. Subclasses
     add a :class:`~ocr_api.audit.AuditRecord` per image with ``self.recorder.new_record()``;
     records without their own ``http_status`` take the response's.
     """
 
     endpoint = "ocr"
+    #: What the endpoint reads, for the 415 of a content type no parser takes.
+    upload_help = (f"send the image as multipart/form-data field 'image', or as the raw body "
+                   f"with its image/* content type (or application/octet-stream); formats: "
+                   f"{ACCEPTED_FORMATS_TEXT}.")
     # API key first (its challenge answers anonymous 401s); a staff session for the demo page.
     authentication_classes = [ApiKeyAuthentication, SessionAuthentication]
     parser_classes = [MultiPartParser, RawImageParser, OctetStreamParser]
@@ -73,14 +81,38 @@ class OcrEndpoint(APIView):
             self.perform_content_negotiation(request)
         request.version, request.versioning_scheme = self.determine_version(
             request, *args, **kwargs)
-        self.perform_authentication(request)
+        try:
+            self.perform_authentication(request)
+        except exceptions.APIException:              # an unknown, revoked or expired key
+            self.check_unauthenticated_throttle(request)
+            raise
         if isinstance(request.auth, ApiKey):
             self.recorder.api_key = request.auth
+        elif getattr(request.user, "is_authenticated", False):
+            self.recorder.user = request.user                # a staff session: the demo page
+        user = request.user
+        self.recorder.authenticated = isinstance(request.auth, ApiKey) or bool(
+            user is not None and user.is_authenticated)
+        if not self.recorder.authenticated:          # no key: permissions will say 401
+            self.check_unauthenticated_throttle(request)
         self.check_permissions(request)
         # Before throttling, which may count images: what the headers alone refuse is not
         # charged.
         self.check_request_size(request)
         self.check_throttles(request)
+
+    def check_unauthenticated_throttle(self, request) -> None:
+        """Count a request without a valid key against its address's rate.
+
+        Raises:
+            exceptions.Throttled: 429 rate_limited with ``Retry-After``, see
+                :class:`~ocr_api.throttling.UnauthenticatedRateThrottle`.
+        """
+        throttle = UnauthenticatedRateThrottle()
+        if not throttle.allow_request(request, self):
+            raise exceptions.Throttled(
+                throttle.wait(), detail="Too many requests without a valid API key from this "
+                                        "address.")
 
     def check_request_size(self, request) -> None:
         """Refuse an oversized body from its Content-Length header, without reading it.

@@ -47,6 +47,8 @@ class OcrBatchView(OcrEndpoint):
 
     endpoint = "ocr_batch"
     parser_classes = [MultiPartParser]
+    upload_help = ("send the images as multipart/form-data, each in a field 'images' "
+                   "(one image alone can also go to /api/ocr as the raw body).")
 
     def check_request_size(self, request) -> None:
         """Refuse an oversized body from its header, then a batch with no or too many images,

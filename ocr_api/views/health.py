@@ -24,7 +24,8 @@ class HealthView(APIView):
 
 
 class ReadyView(APIView):
-    """Readiness: Triton is live and the ensemble is ready; 503 otherwise."""
+    """Readiness: at least one Triton replica is live with the ensemble ready; 503 otherwise.
+    ``replicas`` says how many of the replicas ``TRITON_GRPC_URL`` names are ready."""
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
@@ -33,9 +34,13 @@ class ReadyView(APIView):
                    responses={200: OpenApiTypes.OBJECT, 503: OpenApiTypes.OBJECT})
     def get(self, request):
         client = get_client()
-        ready = client.is_ready()
+        replicas_ready, replicas = client.replicas_ready()
+        # And through the balanced channel inference uses (asking also makes it reconnect
+        # now rather than after its backoff).
+        ready = replicas_ready > 0 and client.is_ready()
         body = {"status": "ready" if ready else "unavailable",
-                "model": {"name": client.model, "ready": ready}}
+                "model": {"name": client.model, "ready": ready},
+                "replicas": {"ready": replicas_ready, "total": replicas}}
         response = Response(body, status=status.HTTP_200_OK if ready
                             else status.HTTP_503_SERVICE_UNAVAILABLE)
         if not ready:

@@ -59,12 +59,12 @@ def test_requests_per_day_per_key(staff_client, keys):
     assert data["dates"] == [(today - dt.timedelta(days=6 - i)).isoformat() for i in range(7)]
     assert data["requests"]["total"] == 15
     assert data["requests"]["per_day"] == [4, 0, 0, 0, 1, 3, 7]
-    series = {s["label"]: (s["key_id"], s["counts"], s["total"])
+    series = {s["label"]: (s["key_prefix"], s["key_name"], s["counts"], s["total"])
               for s in data["requests"]["per_key"]}
     assert series == {
-        f"mobile ({mobile.prefix})": (mobile.pk, [0, 0, 0, 0, 0, 3, 5], 8),
-        f"web ({web.prefix})": (web.pk, [4, 0, 0, 0, 0, 0, 2], 6),
-        usage.NO_KEY_LABEL: (None, [0, 0, 0, 0, 1, 0, 0], 1),
+        f"mobile ({mobile.prefix})": (mobile.prefix, "mobile", [0, 0, 0, 0, 0, 3, 5], 8),
+        f"web ({web.prefix})": (web.prefix, "web", [4, 0, 0, 0, 0, 0, 2], 6),
+        usage.NO_KEY_LABEL: (None, None, [0, 0, 0, 0, 1, 0, 0], 1),
     }
     # Busiest key first.
     assert [s["total"] for s in data["requests"]["per_key"]] == [8, 6, 1]
@@ -155,6 +155,23 @@ def test_usage_is_staff_only(client):
     client.force_login(User.objects.create_user("user", "user@example.com", "pw-123-long"))
     response = client.get("/admin/usage/")
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_staff_without_key_permissions_never_see_a_key_hash(client, keys):
+    mobile, web = keys
+    add_rows(3, 0, mobile)
+    add_rows(1, 0, web)
+    client.force_login(User.objects.create_user("viewer", password="pw-123-long",
+                                                is_staff=True))
+    body = client.get("/admin/usage.json").content.decode()
+    page = client.get("/admin/usage/").content.decode()
+    for key in (mobile, web):
+        # The row id is "<prefix>.<sha512 hash>": neither it nor the hash may leak.
+        hashed = key.hashed_key.split("$")[-1]
+        assert key.pk.startswith(key.prefix + ".") and len(hashed) > 40
+        for text in (body, page):
+            assert key.pk not in text and hashed not in text
+        assert f'"key_prefix": "{key.prefix}", "key_name": "{key.name}"' in body
 
 
 def test_window_is_bounded():

@@ -7,7 +7,7 @@ import zipfile
 import pytest
 from PIL import Image
 
-from ocr_api.models import OcrRequest
+from ocr_api.models import OcrRequest, RefusalCount
 
 from tests.helpers import DATA, IMAGES, reference_boxes
 from tests.image_factory import encode, png_header_only
@@ -187,8 +187,10 @@ def test_refusals_before_authentication_and_parsing_still_answer_and_audit(anony
                                    **huge)
     assert (big.status_code, big.json()["error"]["code"]) == (413, "payload_too_large")
     rows = dict(OcrRequest.objects.values_list("request_id", "error_code"))
-    assert rows == {bogus.json()["request_id"]: "authentication_failed",
-                    big.json()["request_id"]: "payload_too_large"}
+    assert rows == {big.json()["request_id"]: "payload_too_large"}
+    # The request that never authenticated is counted, not written row by row.
+    assert list(RefusalCount.objects.values_list("http_status", "error_code", "count")) == \
+        [(401, "authentication_failed", 1)]
 
 
 def test_more_parts_than_django_allows_is_a_400(api_client):

@@ -50,12 +50,13 @@ def test_demo_page_offers_the_staff_session():
     assert 'value="session"' not in session_client(staff=False).get("/").content.decode()
 
 
-def test_staff_session_with_csrf_token_is_accepted_and_audited_without_key():
+def test_staff_session_with_csrf_token_is_accepted_and_audited_with_its_user():
     client = session_client()
     response = send(client, **csrf_header(client))
     assert response.status_code == 415                 # authenticated: the image was judged
     row = OcrRequest.objects.get(request_id=response.json()["request_id"])
-    assert (row.api_key, row.error_code) == (None, "unsupported_media_type")
+    assert (row.api_key, row.user.username, row.error_code) == (
+        None, "staff", "unsupported_media_type")
 
 
 def test_staff_session_without_csrf_token_is_refused():
@@ -71,6 +72,9 @@ def test_session_of_a_non_staff_user_is_refused():
     response = send(client, **csrf_header(client))
     assert response.status_code == 403
     assert response.json()["error"]["code"] == "permission_denied"
+    # Who was refused is on the row too.
+    row = OcrRequest.objects.get(request_id=response.json()["request_id"])
+    assert (row.api_key, row.user.username, row.http_status) == (None, "user", 403)
 
 
 def test_anonymous_request_keeps_the_api_key_challenge():

@@ -133,7 +133,8 @@ def test_ready_is_200_with_triton_up(anonymous_client, live_triton):
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "ready"
-    assert body == {"status": "ready", "model": {"name": "ensemble_ocr", "ready": True}}
+    assert body == {"status": "ready", "model": {"name": "ensemble_ocr", "ready": True},
+                    "replicas": {"ready": 1, "total": 1}}
 
 
 def test_health_needs_no_key(anonymous_client):

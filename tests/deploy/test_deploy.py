@@ -16,6 +16,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
 from functools import cache
 from pathlib import Path
@@ -26,7 +27,7 @@ import yaml
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
-from ocr_contract.limits import LIMITS
+from ocr_contract.limits import LIMITS, MAX_UPLOAD_BYTES
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -181,6 +182,13 @@ def instruction_args(name: str, keyword: str) -> list[str]:
     return [args for key, args in dockerfile(name) if key == keyword]
 
 
+def gateway_image_environment() -> dict[str, str]:
+    """The variables deploy/Dockerfile.gateway sets with ENV (PATH left out)."""
+    found = re.findall(r"\b([A-Z][A-Z0-9_]*)=(\S+)", " ".join(
+        instruction_args("Dockerfile.gateway", "ENV")))
+    return {name: value for name, value in found if name != "PATH"}
+
+
 def pip_install_targets(command: str) -> list[list[str]]:
     """Positional arguments of each ``python -m pip install`` in a shell command."""
     found = []
@@ -217,10 +225,11 @@ SETTINGS_SOURCES = ("gateway", "ocr_api", "ocr_admin", "ocr_ops", "ocr_inference
                     "deploy/gunicorn.conf.py")
 #: Upper-case names in that code that are not settings: request headers (Django's META
 #: names), Django's own bootstrap variable, the tests' Chromium.
-NOT_SETTINGS = {"HTTP_X_FORWARDED_FOR", "HTTP_X_FORWARDED_PROTO", "DJANGO_SETTINGS_MODULE",
+NOT_SETTINGS = {"HTTP_X_FORWARDED_FOR", "HTTP_X_FORWARDED_PROTO", "HTTP_AUTHORIZATION",
+                "HTTP_X_API_KEY", "DJANGO_SETTINGS_MODULE",
                 "OCR_TEST_CHROMIUM"}
 SETTING_NAME = re.compile(r"[\"']((?:OCR|TRITON|DJANGO|GUNICORN|HTTP|LOG|DATABASE|CACHE|"
-                          r"PROMETHEUS|TESSDATA)_[A-Z0-9_]+|OCR_ENGINE)[\"']")
+                          r"PROMETHEUS|TESSDATA|METRICS)_[A-Z0-9_]+|OCR_ENGINE)[\"']")
 
 
 def settings_read_from_environment() -> set[str]:
@@ -468,9 +477,14 @@ def test_gateway_probes_hit_real_urls_with_an_allowed_host():
         assert resolve(probe["path"]).url_name in ("health", "ready")
         assert container_port(deployment, probe["port"]) == 8000
         assert "httpHeaders" not in probe
+    # Prometheus scrapes the metrics port gunicorn's master serves, not the API's port.
     annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+    conf = gunicorn_settings({**gateway_image_environment(), **settings_configmap()})
     assert (annotations["prometheus.io/path"], int(annotations["prometheus.io/port"])) == (
-        "/metrics", container_port(deployment, "http"))
+        "/metrics", container_port(deployment, "metrics"))
+    assert (conf["metrics_host"], conf["metrics_port"]) == (
+        "0.0.0.0", container_port(deployment, "metrics"))
+    assert container_port(deployment, "metrics") != container_port(deployment, "http")
     # A busy gateway is not restarted: liveness gives up only after the longest inference.
     liveness = gateway["livenessProbe"]
     timeout_s = float(settings_configmap()["TRITON_TIMEOUT_S"])
@@ -531,29 +545,73 @@ def test_hpas_scale_the_deployments_they_name():
         assert hpa["spec"]["minReplicas"] >= 1
 
 
-def test_ingress_routes_the_api_admin_and_static_files_but_not_metrics():
-    from django.conf import settings
-    from django.urls import resolve
+def ingress_routes(paths: list[dict], url_path: str) -> bool:
+    """Whether an Ingress rule's ``paths`` send ``url_path`` to a backend (Exact: the whole
+    path; Prefix: whole path elements, as the Kubernetes Ingress API defines them)."""
+    for entry in paths:
+        if entry["pathType"] == "Exact" and url_path == entry["path"]:
+            return True
+        if entry["pathType"] == "Prefix":
+            prefix = entry["path"].rstrip("/")
+            if url_path == prefix or url_path.startswith(prefix + "/"):
+                return True
+    return False
+
+
+def gateway_limit(setting: str) -> int:
+    """A limit as the Kubernetes gateway gets it: the ConfigMap's value, else the contract's
+    default."""
+    limit = next(limit for limit in LIMITS if limit.setting == setting)
+    return int(settings_configmap().get(setting, limit.default))
+
+
+def test_ingress_routes_every_page_the_site_links_to_but_not_metrics():
+    from django.contrib import admin
+    from django.templatetags.static import static
+    from django.urls import Resolver404, resolve, reverse
 
     ingress = resource("Ingress", "ocr-gateway")
     rule = ingress["spec"]["rules"][0]
-    paths = {p["path"]: p for p in rule["http"]["paths"]}
-    assert set(paths) == {"/api", "/admin", "/static"}
-    assert resolve("/api/health") and resolve("/admin/")
-    assert "/" + settings.STATIC_URL.strip("/") == "/static"
-    assert not any("/metrics".startswith(path) for path in paths)
-    for path in paths.values():
-        assert path["pathType"] == "Prefix"
+    paths = rule["http"]["paths"]
+    # The demo page (also admin's "view site" link, and where the demo's sign-in returns),
+    # the API and its docs, the admin, the static files.
+    linked = ["/", admin.site.site_url, reverse("ocr"), reverse("docs"), reverse("admin:index"),
+              reverse("admin:login"), static("ocr_api/demo.js")]
+    for url_path in linked:
+        assert ingress_routes(paths, url_path), f"the Ingress does not route {url_path}"
+        if not url_path.startswith(static("")):
+            resolve(url_path)  # a page of the gateway, not a 404
+    # Nothing else: not the metrics, not an unknown path at the top.
+    assert not ingress_routes(paths, "/metrics")
+    assert not ingress_routes(paths, "/anything")
+    with pytest.raises(Resolver404):
+        resolve("/metrics")      # metrics are on their own port, not the API's
+    for path in paths:
         backend = path["backend"]["service"]
         service = resource("Service", backend["name"])
         assert backend["name"] == "ocr-gateway"
         assert backend["port"]["name"] in {p["name"] for p in service["spec"]["ports"]}
     assert rule["host"] in settings_configmap()["DJANGO_ALLOWED_HOSTS"].split(",")
-    body_cap = int(settings_configmap()["OCR_MAX_UPLOAD_BYTES"])
-    annotations = ingress["metadata"]["annotations"]
-    assert size_bytes(annotations["nginx.ingress.kubernetes.io/proxy-body-size"]) > body_cap
+    # TLS with the Secret the runbook has the operator create.
+    assert ingress["spec"]["tls"] == [{"hosts": [rule["host"]], "secretName": "ocr-gateway-tls"}]
+
+
+def test_ingress_lets_every_body_the_gateway_judges_reach_it():
+    """nginx refuses a body over proxy-body-size with an HTML 413: every body the gateway
+    accepts, single image or batch, plus the multipart framing it allows, must pass."""
+    from ocr_api.uploads import MULTIPART_SLACK_BYTES
+
+    annotations = resource("Ingress", "ocr-gateway")["metadata"]["annotations"]
+    proxy_limit = size_bytes(annotations["nginx.ingress.kubernetes.io/proxy-body-size"])
+    largest = max(gateway_limit("OCR_MAX_UPLOAD_BYTES"),
+                  gateway_limit("OCR_BATCH_MAX_UPLOAD_BYTES")) + MULTIPART_SLACK_BYTES
+    assert gateway_limit("OCR_BATCH_MAX_UPLOAD_BYTES") == 40 * 1024 * 1024
+    assert proxy_limit > largest
     assert int(annotations["nginx.ingress.kubernetes.io/proxy-read-timeout"]) > float(
         settings_configmap()["TRITON_TIMEOUT_S"])
+    # The runbook's proxy for compose gets the same limit.
+    assert f"client_max_body_size {annotations['nginx.ingress.kubernetes.io/proxy-body-size']}" \
+        in (DEPLOY / "README.md").read_text()
 
 
 def test_migration_job_migrates_with_the_gateway_image():
@@ -610,15 +668,23 @@ def test_triton_image_installs_ocr_pipeline_and_fetches_verified_weights():
     optional = tomllib.loads((ROOT / "triton_models" / "pyproject.toml").read_text())["project"][
         "optional-dependencies"]
     # Every flavour builds; only gpu runs the networks outside Python, without the cpu engines.
-    assert extras == {flavour: "" if flavour == "gpu" else "[cpu]" for flavour in flavours()}
-    assert "cpu" in optional
+    assert extras == {flavour: "" if flavour == "gpu" else "[cpu,quantize]"
+                      for flavour in flavours()}
+    assert {"cpu", "quantize"} <= optional.keys()
+    # cpu flavours also make the INT8 CRAFT, calibrated on the shipped test images.
+    quantize = [run for run in runs if "ocr_pipeline.quantization" in run]
+    assert len(quantize) == 1 and "--repository /models --images /tmp/calibration" in quantize[0]
+    assert "tests/data/images /tmp/calibration" in instruction_args("Dockerfile.triton", "COPY")
     assert "COPY triton_models/repository /models" in [
         f"{k} {a}" for k, a in dockerfile("Dockerfile.triton")]
     fetch = [run for run in runs if "ocr_pipeline.weights" in run]
     assert len(fetch) == 1 and "python3 -m ocr_pipeline.weights --repository /models" in fetch[0]
     assert flag(triton_command("gpu"), "model-repository") == ["/models"]
     assert "FLAVOUR=gpu" in instruction_args("Dockerfile.triton", "ARG")
-    assert "OCR_TRITON_FLAVOUR=${FLAVOUR}" in instruction_args("Dockerfile.triton", "ENV")
+    image_env = " ".join(instruction_args("Dockerfile.triton", "ENV")).split()
+    assert "OCR_TRITON_FLAVOUR=${FLAVOUR}" in image_env
+    # Compiled models and precision decisions somewhere the non-root user may write.
+    assert "OCR_ENGINE_CACHE_DIR=/tmp/ocr-engine-cache" in image_env
 
 
 @pytest.mark.parametrize("flavour", sorted(flavours()))
@@ -655,7 +721,7 @@ def test_triton_start_command_refuses_an_unknown_flavour():
 # --- gateway image ------------------------------------------------------------------------
 
 def test_gateway_image_installs_what_make_setup_installs_minus_dev_extras():
-    makefile = (ROOT / "Makefile").read_text()
+    makefile = (ROOT / "Makefile").read_text().replace("\\\n", " ")  # continued lines
     make_targets = [t for line in makefile.splitlines() if "pip install" in line
                     for t in pip_install_targets(line.replace("$(BIN)/python", "python"))]
     make_project = [split_extras(t) for targets in make_targets for t in targets
@@ -728,14 +794,88 @@ def test_gunicorn_reads_workers_and_threads_from_the_environment():
     assert (conf["workers"], conf["threads"], conf["bind"]) == (3, 16, "0.0.0.0:9000")
 
 
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_manage_py_runs_in_the_image_before_gunicorn_made_the_metrics_directory(tmp_path):
+    """The image sets PROMETHEUS_MULTIPROC_DIR; the migrate service, the migration Job, the
+    init container and the purge CronJob run manage.py there before (or without) gunicorn,
+    whose start hook used to be the only thing creating the directory."""
+    image_env = gateway_image_environment()
+    assert image_env["PROMETHEUS_MULTIPROC_DIR"].startswith("/dev/shm/")
+    (tmp_path / "var").mkdir()                       # the image's /app/var
+    # What the migrate service / Job, the init container and the CronJob run, each in a
+    # fresh container (a fresh /dev/shm).
+    for i, command in enumerate((["check"], ["migrate", "--no-input"],
+                                 ["migrate", "--check", "--no-input"], ["purge_audit_log"])):
+        fresh = tmp_path / f"shm-{i}" / "ocr-metrics"
+        environ = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}  # SQLite here
+        environ.update(PROMETHEUS_MULTIPROC_DIR=str(fresh), OCR_VAR_DIR=str(tmp_path / "var"),
+                       DJANGO_SECRET_KEY="x" * 50)
+        done = subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, env=environ,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        assert fresh.is_dir()
+
+
+def test_gunicorn_serves_metrics_on_their_own_port_never_the_apis(tmp_path):
+    import urllib.error
+    import urllib.request
+
+    api_port, metrics_port = free_port(), free_port()
+    environ = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    environ.update(HTTP_HOST="127.0.0.1", HTTP_PORT=str(api_port),
+                   METRICS_PORT=str(metrics_port), GUNICORN_WORKERS="2",
+                   PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "metrics"),
+                   OCR_VAR_DIR=str(tmp_path / "var"), DJANGO_SECRET_KEY="x" * 50)
+    assert gunicorn_settings({"METRICS_PORT": "9999"})["metrics_port"] == 9999
+    assert gunicorn_settings({})["metrics_host"] == "127.0.0.1"   # make serve: loopback
+    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py",
+                               "gateway.wsgi:application"], cwd=ROOT, env=environ,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def get(port: int, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=60) as answer:
+                return answer.status, answer.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                assert get(api_port, "/api/health")[0] == 200
+                break
+            except OSError:                              # not listening yet
+                assert server.poll() is None and time.monotonic() < deadline, server.stderr.read()
+                time.sleep(0.3)
+        status, body = get(api_port, "/metrics")
+        assert status == 404 and '"code":"not_found"' in body
+        status, body = get(metrics_port, "/metrics")
+        assert status == 200
+        # Pooled from the worker that answered /api/health (it loaded the URLconf).
+        assert "ocr_requests_in_flight 0.0" in body
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
 # --- docker compose and .env.example ------------------------------------------------------
 
 def test_compose_services_start_in_health_gated_order():
     services = compose()["services"]
-    assert set(services) == {"postgres", "triton", "migrate", "gateway"}
+    assert set(services) == {"postgres", "triton", "migrate", "gateway", "proxy-config", "proxy"}
     for name, service in services.items():
         gates = service.get("depends_on", {})
-        assert "healthcheck" in service or gates, f"{name}: neither a healthcheck nor a gate"
+        one_shot = service.get("restart") == "no"        # waited for by completion
+        assert "healthcheck" in service or gates or one_shot, \
+            f"{name}: neither a healthcheck nor a gate"
         for target, condition in gates.items():
             wanted = condition["condition"]
             assert wanted in ("service_healthy", "service_completed_successfully"), name
@@ -781,6 +921,105 @@ def test_compose_gateway_balances_over_triton_and_uses_postgres():
     assert int(services["gateway"]["stop_grace_period"].rstrip("s")) > graceful
 
 
+def substitute(text: str, values: dict[str, str]) -> str:
+    """compose's ``${NAME:-default}`` / ``${NAME}`` substitution from ``values``."""
+    def one(match):
+        name, default = match.group(1), match.group(3) or ""
+        return values.get(name) or default
+    return re.sub(r"\$\{([A-Z][A-Z0-9_]*)(:?[-?]([^}]*))?\}", one, text)
+
+
+def published_ports(values: dict[str, str]) -> dict[str, list[tuple[str, range]]]:
+    """Per compose service: (host address, host ports) of each ``ports`` entry, with the
+    variables of deploy/.env set to ``values``."""
+    found = {}
+    for name, service in compose()["services"].items():
+        for entry in service.get("ports", []):
+            match = re.fullmatch(r"(?:([\d.]+):)?(\d+)(?:-(\d+))?:(\d+)", substitute(entry, values))
+            assert match, f"{name}: cannot read the port mapping {entry!r}"
+            first = int(match.group(2))
+            found.setdefault(name, []).append(
+                (match.group(1) or "0.0.0.0", range(first, int(match.group(3) or first) + 1)))
+    return found
+
+
+def runbook_scale_examples() -> list[tuple[str, int, dict[str, str]]]:
+    """Every ``--scale SERVICE=N`` of deploy/README.md, with the ``NAME=value`` settings its
+    paragraph sets in code spans."""
+    examples = []
+    for paragraph in re.split(r"\n\s*\n|\n- ", (DEPLOY / "README.md").read_text()):
+        for service, count in re.findall(r"--scale (\w+)=(\d+)", paragraph):
+            settings = dict(re.findall(r"`([A-Z][A-Z0-9_]*)=([^`\s]+)`", paragraph))
+            examples.append((service, int(count), settings))
+    return examples
+
+
+def test_compose_host_ports_never_collide_also_when_scaled_as_the_runbook_says():
+    defaults, _ = env_file(DEPLOY / ".env.example")
+    examples = runbook_scale_examples()
+    assert [(service, count) for service, count, _ in examples] == [("gateway", 4)]
+    for service, count, settings in [(None, 1, {})] + examples:
+        ports = published_ports({**defaults, **settings})
+        taken = []
+        for name, entries in ports.items():
+            replicas = count if name == service else 1
+            for address, hosts in entries:
+                # Each replica takes one port of a range: a fixed port cannot be scaled.
+                assert len(hosts) >= replicas, f"{name} x{replicas}: {address}:{hosts}"
+                for other_address, other_hosts, other in taken:
+                    if "0.0.0.0" in (address, other_address) or address == other_address:
+                        assert not set(hosts) & set(other_hosts), f"{name} and {other} collide"
+                taken.append((address, hosts, name))
+    # Only the API is published on every interface; Triton's control and metrics ports and
+    # the gateway's metrics only on the loopback.
+    ports = published_ports(defaults)
+    assert [address for address, _ in ports["triton"]] == ["127.0.0.1", "127.0.0.1"]
+    assert [(address, hosts) for address, hosts in ports["gateway"]] == [
+        ("127.0.0.1", range(8004, 8005))]
+    assert [(address, hosts) for address, hosts in ports["proxy"]] == [
+        ("0.0.0.0", range(8000, 8001))]
+
+
+def test_compose_publishes_the_gateway_metrics_port_gunicorn_serves():
+    gateway = compose()["services"]["gateway"]
+    conf = gunicorn_settings({**gateway_image_environment(), **gateway["environment"]})
+    container_ports = [int(entry.rsplit(":", 1)[1]) for entry in gateway["ports"]]
+    assert container_ports == [conf["metrics_port"]]       # the API only through the proxy
+    assert conf["metrics_host"] == "0.0.0.0"       # reachable through Docker's port mapping
+    assert "8004" in instruction_args("Dockerfile.gateway", "EXPOSE")[0].split()
+
+
+def test_compose_puts_the_buffering_proxy_in_front_of_the_gateway(tmp_path):
+    from ocr_embedded import proxy
+
+    services = compose()["services"]
+    gateway, writer, nginx = services["gateway"], services["proxy-config"], services["proxy"]
+    command = writer["command"]
+    assert command[:3] == ["python", "-m", "ocr_embedded.proxy"]
+    assert writer["image"] == gateway["image"] and writer["build"] == gateway["build"]
+    assert writer["env_file"] == gateway["env_file"]        # the same limits as the gateway
+    options = dict(zip(command[3::2], command[4::2]))
+    assert options["--upstream"] == f"gateway:{gateway['environment']['HTTP_PORT']}"
+    # The proxy listens where the config says, and reads the file the writer wrote.
+    assert nginx["ports"] == ["${GATEWAY_PUBLISH:-8000}:" + options["--listen"]]
+    volume, mount = writer["volumes"][0].split(":")
+    assert Path(options["--output"]).parent == Path(mount)
+    assert nginx["volumes"] == [f"{volume}:/etc/nginx/conf.d:ro"]
+    assert volume in compose()["volumes"]
+    assert nginx["depends_on"] == {"proxy-config": {"condition": "service_completed_successfully"},
+                                   "gateway": {"condition": "service_healthy"}}
+    # The gateway believes the proxy's X-Forwarded-For when .env leaves the setting empty.
+    defaults, _ = env_file(DEPLOY / ".env.example")
+    assert substitute(gateway["environment"]["OCR_TRUSTED_PROXIES"], defaults) == \
+        "172.16.0.0/12,192.168.0.0/16"
+    # The writer runs and writes a configuration with the .env limits.
+    output = tmp_path / "gateway.conf"
+    assert proxy.main([*command[3:-2], "--output", str(output)]) == 0
+    text = output.read_text()
+    assert f"client_max_body_size {MAX_UPLOAD_BYTES.read(defaults) + 65536};" in text
+    assert f"listen {options['--listen']};" in text and "server gateway:8000;" in text
+
+
 def test_env_example_lists_every_setting_the_product_reads():
     names = settings_read_from_environment()
     assert {"DATABASE_URL", "DJANGO_SECRET_KEY", "TRITON_GRPC_URL", "GUNICORN_WORKERS",
@@ -789,10 +1028,10 @@ def test_env_example_lists_every_setting_the_product_reads():
     assert names - values.keys() - commented == set()
 
 
-def test_env_example_gives_every_limit_its_contract_default():
+def test_env_example_leaves_every_limit_to_the_contract():
+    """Each limit is named (commented out) and left unset: its default is the contract's."""
     values, commented = env_file(DEPLOY / ".env.example")
-    for limit in LIMITS:
-        assert values.get(limit.setting) == str(limit.default), limit.setting
+    assert {limit.setting for limit in LIMITS} <= commented - values.keys()
 
 
 def test_env_example_covers_compose_and_overrides_nothing_the_image_fixes():
@@ -830,5 +1069,78 @@ def test_runbook_covers_the_operations_with_real_commands_and_paths():
     assert "create_api_key" in commands
     assert commands - available - {"migrate", "createsuperuser", "collectstatic", "check"} == set()
     # deploy/.env is the operator's copy of .env.example, never committed.
-    for path in set(re.findall(r"(?<!exec )\bdeploy/[\w./-]+\w", text)) - {"deploy/.env"}:
+    # (kubectl's `exec [-it] deploy/NAME` names a Deployment, not a path)
+    for path in set(re.findall(r"(?<!exec )(?<!-it )\bdeploy/[\w./-]+\w", text)) - {"deploy/.env"}:
         assert (ROOT / path).exists(), f"deploy/README.md names {path}, which does not exist"
+
+
+def runbook_section(title: str) -> str:
+    """The text of one ``## title`` section of deploy/README.md."""
+    text = (DEPLOY / "README.md").read_text()
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    assert match, f"deploy/README.md has no section {title!r}"
+    return match.group(1)
+
+
+def shell_commands(text: str) -> list[str]:
+    """The commands of the ``sh`` code blocks in ``text``, continuation lines joined."""
+    commands = []
+    for block in re.findall(r"```sh\n(.*?)```", text, re.S):
+        for line in re.sub(r"\\\n\s*", " ", block).splitlines():
+            line = line.split("#", 1)[0].strip() if " #" in line else line.strip()
+            if line:
+                commands.append(line)
+    return commands
+
+
+def test_rollout_copies_everything_a_version_folder_holds():
+    """A new version folder gets what version 1 is made of: its weights (fetched into it:
+    ocr_pipeline.weights) and, for the cpu flavours' Python models, its code (model.py)."""
+    from ocr_pipeline.weights import WEIGHTS
+
+    commands = shell_commands(runbook_section("Roll out a new model version"))
+    created = [c.split()[-1] for c in commands if c.startswith("mkdir -p triton_models/")]
+    assert created == ["triton_models/repository/craft/2"]
+    version = created[0]
+    copied = set()
+    for command in commands:
+        words = shlex.split(command)
+        if words[0] == "cp" and words[-1].rstrip("/").startswith(version):
+            target = words[-1]
+            copied.add(target[len(version) + 1:] if not target.endswith("/")
+                       else Path(words[-2]).name)
+    version_1 = REPOSITORY / "craft" / "1"
+    shipped = ({p.name for p in version_1.glob("*.py")}
+               | {weight.filename for weight in WEIGHTS if weight.model == "craft"})
+    assert shipped == {"model.onnx", "model.py"}
+    assert copied == shipped
+    # The container gets the folder, then Triton loads it.
+    assert any(c.startswith("docker compose") and f" cp {version} " in c for c in commands)
+
+
+def test_kubernetes_runbook_creates_the_namespace_tls_secret_and_an_admin_in_order():
+    section = runbook_section("Kubernetes")
+    commands = shell_commands(section)
+    namespace = yaml.safe_load((K8S / "kustomization.yaml").read_text())["namespace"]
+
+    def first(predicate) -> int:
+        matches = [i for i, command in enumerate(commands) if predicate(command)]
+        assert matches, "missing command"
+        return matches[0]
+
+    namespace_created = first(lambda c: c == "kubectl apply -f deploy/k8s/namespace.yaml")
+    assert resource("Namespace", namespace)
+    secret = resource("Ingress", "ocr-gateway")["spec"]["tls"][0]["secretName"]
+    tls = first(lambda c: c.startswith(f"kubectl -n {namespace} create secret tls {secret} "))
+    applied = first(lambda c: c == "kubectl apply -k deploy/k8s")
+    admin = first(lambda c: f"kubectl -n {namespace} exec -it deploy/ocr-gateway -c gateway --"
+                  in c and c.endswith("python manage.py createsuperuser"))
+    rolled_out = first(lambda c: c.startswith(f"kubectl -n {namespace} rollout status "
+                                              "deployment/ocr-gateway"))
+    # Every command in the namespace comes after it exists; the admin after the rollout.
+    in_namespace = [i for i, c in enumerate(commands) if f"-n {namespace} " in c]
+    assert min(in_namespace) > namespace_created
+    assert namespace_created < tls < applied < rolled_out < admin
+    # `kustomize edit` is a separate binary: the runbook says so before using it.
+    kustomize_used = section.index("kustomize edit set image")
+    assert "standalone" in section[:kustomize_used] and "kustomize" in section[:kustomize_used]

@@ -1,10 +1,12 @@
 """Model control, versions and the response cache, against real Triton servers."""
 
+import logging
 import shutil
 import threading
 
 import pytest
 import tritonclient.grpc as grpcclient
+from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
@@ -33,7 +35,9 @@ def gateway(private_triton, settings):
 
 
 def ocr(client, data=KOREAN):
-    return client.post("/api/ocr", data=data, content_type="image/png")
+    """Boxes only at long side 640: these tests are about serving, not the model's answer."""
+    return client.post("/api/ocr?long_side=640&recognize=false", data=data,
+                       content_type="image/png")
 
 
 def test_models_endpoint_lists_versions_and_readiness(api_client, anonymous_client, gateway):
@@ -58,19 +62,46 @@ def test_management_command_unloads_and_loads(gateway, capsys):
                for line in capsys.readouterr().out.splitlines())
 
 
-def test_admin_page_shows_the_index_and_reloads(client, gateway):
+def test_admin_page_confirms_an_unload_records_it_and_loads_again(client, gateway, caplog):
     assert client.get("/admin/triton/models/").status_code == 302        # login first
-    client.force_login(User.objects.create_superuser("ops", "ops@example.com", "pw-123-long"))
+    ops = User.objects.create_superuser("ops", "ops@example.com", "pw-123-long")
+    client.force_login(ops)
     page = client.get("/admin/triton/models/").content.decode()
     for name in SERVED:
         assert f"<td>{name}</td><td>1</td><td>READY</td>" in page
-    response = client.post("/admin/triton/models/", {"model": "postprocess",
-                                                      "action": "unload"}, follow=True)
-    assert "Unloaded postprocess." in response.content.decode()
-    assert "<td>postprocess</td><td>1</td><td>UNAVAILABLE</td>" in response.content.decode()
-    response = client.post("/admin/triton/models/", {"model": "postprocess",
+    # First click: a confirmation naming what else stops; nothing is unloaded yet.
+    asked = client.post("/admin/triton/models/", {"model": "postprocess", "action": "unload"})
+    assert asked.status_code == 200
+    text = asked.content.decode()
+    assert "<strong>ensemble_ocr</strong> — becomes UNAVAILABLE: it runs postprocess as a step." \
+        in text
+    assert 'name="confirm" value="yes"' in text and "every OCR request answers 503" in text
+    assert "<td>postprocess</td><td>1</td><td>READY</td>" in client.get(
+        "/admin/triton/models/").content.decode()
+    with caplog.at_level(logging.INFO, logger="ocr_admin.model_changes"):
+        response = client.post("/admin/triton/models/", {"model": "postprocess",
+                                                          "action": "unload", "confirm": "yes"},
+                               follow=True)
+    page = response.content.decode()
+    said = ("Unloaded postprocess. Also affected: ensemble_ocr UNAVAILABLE (runs postprocess as "
+            "a step).")
+    assert said in page
+    assert "<td>postprocess</td><td>1</td><td>UNAVAILABLE</td>" in page
+    assert "<td>ensemble_ocr</td><td>1</td><td>UNAVAILABLE</td>" in page
+    # Who did what: the admin history (also on this page) and the log.
+    entry = LogEntry.objects.get()
+    assert (entry.user, entry.object_repr, entry.change_message) == (
+        ops, "Triton model postprocess", said)
+    assert f"<td>ops</td><td>{said}</td>" in page
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", f"admin user ops: {said}")]
+    response = client.post("/admin/triton/models/", {"model": "ensemble_ocr",
                                                       "action": "load"}, follow=True)
-    assert "<td>postprocess</td><td>1</td><td>READY</td>" in response.content.decode()
+    page = response.content.decode()
+    assert "Loaded ensemble_ocr." in page
+    for name in ("postprocess", "ensemble_ocr"):
+        assert f"<td>{name}</td><td>1</td><td>READY</td>" in page
+    assert LogEntry.objects.count() == 2
     index = client.get("/admin/").content.decode()
     assert 'href="/admin/triton/models/"' in index
 
@@ -127,6 +158,7 @@ def test_second_identical_request_is_a_response_cache_hit(api_client, live_trito
     assert after_first in (before, before + 1)   # +1 only if an earlier test sent img_3.jpg
     assert second["boxes"] == first["boxes"]
     # Same bytes, other parameters: a different cache key, so computed again.
-    other = api_client.post("/api/ocr?low_text=0.45", data=image, content_type="image/jpeg")
+    other = api_client.post("/api/ocr?long_side=640&recognize=false&low_text=0.45", data=image,
+                            content_type="image/jpeg")
     assert other.status_code == 200
     assert cache_hits(live_triton.grpc_url) == after_first + 1

@@ -18,7 +18,10 @@ input [ { name: "IMAGE_BYTES" data_type: TYPE_STRING dims: [ 1 ] } ]
 output [
   { name: "BOXES" data_type: TYPE_FP32 dims: [ -1, 4, 2 ] },
   { name: "SCORES" data_type: TYPE_FP32 dims: [ -1 ] },
-  { name: "IMAGE_SIZE" data_type: TYPE_INT32 dims: [ -1 ] }
+  { name: "IMAGE_SIZE" data_type: TYPE_INT32 dims: [ -1 ] },
+  { name: "TEXTS" data_type: TYPE_STRING dims: [ -1 ] },
+  { name: "TEXT_SCORES" data_type: TYPE_FP32 dims: [ -1 ] },
+  { name: "TEXT" data_type: TYPE_STRING dims: [ 1 ] }
 ]
 """
 
@@ -34,7 +37,10 @@ class TritonPythonModel:
         return [pb_utils.InferenceResponse(output_tensors=[
             pb_utils.Tensor("BOXES", np.zeros((1, 4, 2), np.float32)),
             pb_utils.Tensor("SCORES", np.zeros((0,), np.float32)),
-            pb_utils.Tensor("IMAGE_SIZE", np.array([7], np.int32))]) for _ in requests]
+            pb_utils.Tensor("IMAGE_SIZE", np.array([7], np.int32)),
+            pb_utils.Tensor("TEXTS", np.array([b"a"], dtype=object)),
+            pb_utils.Tensor("TEXT_SCORES", np.zeros((1,), np.float32)),
+            pb_utils.Tensor("TEXT", np.array([b"a"], dtype=object))]) for _ in requests]
 '''
 
 

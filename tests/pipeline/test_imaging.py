@@ -5,7 +5,6 @@ import pytest
 from PIL import Image
 
 from ocr_pipeline import imaging
-from ocr_pipeline.params import IMAGENET_MEAN, IMAGENET_STD
 
 from tests.helpers import DATA, IMAGES
 from tests.image_factory import (encode, marker_image, png_header_only, swapped_primaries_icc,
@@ -20,48 +19,55 @@ def decode_pixels(data: bytes) -> np.ndarray:
     return np.asarray(image)
 
 
-# -- resize, pad, normalise ----------------------------------------------------------------
+# -- resize and pad ------------------------------------------------------------------------
 
 def test_downscale_keeps_aspect_and_pads_to_multiple_of_32():
     rgb = np.full((720, 1280, 3), 200, np.uint8)
-    padded, ratio = imaging.resize_and_pad(rgb, 640)
-    assert ratio == 0.5
-    assert padded.shape == (384, 640, 3)        # 360 rows of image, padded up to 384
-    assert padded.dtype == np.float32
-    assert (padded[:360] == 200).all()
-    assert (padded[360:] == 0).all()            # zero pixels below, before normalisation
+    target_w, target_h, ratio = imaging.resized_size(1280, 720, 640)
+    assert (target_w, target_h, ratio) == (640, 360, 0.5)
+    padded = imaging.resize_and_pad(rgb, target_w, target_h, 640)
+    assert padded.shape == (1, 384, 640, 3)     # 360 rows of image, padded up to 384
+    assert padded.dtype == np.uint8
+    assert (padded[0, :360] == 200).all()
+    assert (padded[0, 360:] == 0).all()         # zero pixels below, before normalisation
 
 
 def test_upscale_truncates_target_size_like_the_reference():
-    rgb = np.zeros((420, 629, 3), np.uint8)
-    padded, ratio = imaging.resize_and_pad(rgb, 1280)
+    target_w, target_h, ratio = imaging.resized_size(629, 420, 1280)
     assert ratio == pytest.approx(1280 / 629)
-    assert int(420 * ratio) == 854
-    assert padded.shape == (864, 1280, 3)
+    assert (target_w, target_h) == (1280, 854)
+    padded = imaging.resize_and_pad(np.zeros((420, 629, 3), np.uint8), target_w, target_h, 1280)
+    assert padded.shape == (1, 864, 1280, 3)
 
 
 def test_square_canvas_is_long_side_by_long_side():
-    padded, ratio = imaging.resize_and_pad(np.zeros((100, 300, 3), np.uint8), 1000,
-                                           square_canvas=True)
-    assert padded.shape == (1024, 1024, 3)
+    target_w, target_h, ratio = imaging.resized_size(300, 100, 1000)
+    padded = imaging.resize_and_pad(np.zeros((100, 300, 3), np.uint8), target_w, target_h,
+                                    1000, square_canvas=True)
+    assert padded.shape == (1, 1024, 1024, 3)
     assert ratio == pytest.approx(1000 / 300)
-
-
-def test_normalize_uses_imagenet_mean_and_std_in_nchw():
-    padded = np.zeros((32, 64, 3), np.float32)
-    padded[0, 0] = np.array(IMAGENET_MEAN) * 255
-    tensor = imaging.normalize(padded)
-    assert tensor.shape == (1, 3, 32, 64) and tensor.dtype == np.float32
-    np.testing.assert_allclose(tensor[0, :, 0, 0], 0.0, atol=1e-5)
-    expected_pad = -np.array(IMAGENET_MEAN) / np.array(IMAGENET_STD)
-    np.testing.assert_allclose(tensor[0, :, 5, 5], expected_pad, rtol=1e-5)
 
 
 def test_prepare_image_on_a_real_file():
     prepared = imaging.prepare_image((IMAGES / "img_1.jpg").read_bytes(), 1280)
     assert (prepared.width, prepared.height) == (1280, 720)
     assert prepared.ratio == 1.0
-    assert prepared.tensor.shape == (1, 3, 736, 1280)
+    assert prepared.tensor.shape == (1, 736, 1280, 3) and prepared.tensor.dtype == np.uint8
+    assert prepared.original.shape == (720, 1280, 3)
+
+
+def test_a_big_jpeg_decodes_at_reduced_size_when_only_boxes_are_asked():
+    upright = Image.open(IMAGES / "img_1.jpg").resize((3024, 4032), Image.Resampling.BICUBIC)
+    data = with_orientation(upright, 6, "JPEG", quality=92)   # stored 4032 x 3024, rotated
+    full = imaging.prepare_image(data, 1280)
+    reduced = imaging.prepare_image(data, 1280, keep_original=False)
+    # Rotated by EXIF: 3024 x 4032 upright, either way; the boxes map to those pixels.
+    assert (full.width, full.height) == (reduced.width, reduced.height) == (3024, 4032)
+    assert full.ratio == reduced.ratio == pytest.approx(1280 / 4032)
+    assert reduced.original is None and full.original.shape == (4032, 3024, 3)
+    assert full.tensor.shape == reduced.tensor.shape == (1, 1280, 960, 3)
+    difference = np.abs(full.tensor.astype(int) - reduced.tensor.astype(int))
+    assert difference.mean() < 2.0              # the same picture, resampled differently
 
 
 def test_webp_with_a_jpg_name_decodes_from_its_content():

@@ -34,8 +34,10 @@ def test_expand_box_grows_by_a_share_of_the_height_and_stays_inside():
 
 
 def test_batches_group_similar_widths_and_respect_the_batch_size():
-    widths = [500, 40, 320, 41, 1200, 42]
-    assert recognition.plan_batches(widths, 2) == [[1, 3], [5, 2], [0, 4]]
+    widths = [500, 40, 320, 41, 1200, 42, 470]
+    # 40..320 all pad to 320 and 470 is within 1.5x of it; 500 > 480 starts a batch; 1200 too.
+    assert recognition.plan_batches(widths, 32) == [[1, 3, 5, 2, 6], [0], [4]]
+    assert recognition.plan_batches(widths, 2) == [[1, 3], [5, 2], [6, 0], [4]]
     assert recognition.plan_batches([], 32) == []
 
 

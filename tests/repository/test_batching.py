@@ -24,7 +24,7 @@ def detect(url: str, name: str):
     client = grpcclient.InferenceServerClient(url)
     try:
         result = client.infer("ensemble_ocr", build_inputs((IMAGES / name).read_bytes(),
-                                                           {"long_side": 640}))
+                                                           {"long_side": 640, "recognize": False}))
         return result.as_numpy("BOXES"), result.as_numpy("SCORES")
     finally:
         client.close()

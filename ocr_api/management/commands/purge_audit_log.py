@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
-from ocr_api.models import OcrRequest
+from ocr_api.models import OcrRequest, RefusalCount
 
 
 class Command(BaseCommand):
@@ -20,8 +20,12 @@ class Command(BaseCommand):
     def handle(self, *args, days, dry_run, **options):
         cutoff = timezone.now() - dt.timedelta(days=days)
         old = OcrRequest.objects.filter(created__lt=cutoff)
+        old_counts = RefusalCount.objects.filter(minute__lt=cutoff)
         if dry_run:
-            self.stdout.write(f"{old.count()} rows older than {days} days would be deleted")
+            self.stdout.write(f"{old.count()} rows older than {days} days would be deleted "
+                              f"(and {old_counts.count()} counts of refusals)")
             return
         deleted, _ = old.delete()
-        self.stdout.write(f"deleted {deleted} rows older than {days} days")
+        counts, _ = old_counts.delete()
+        self.stdout.write(f"deleted {deleted} rows older than {days} days "
+                          f"(and {counts} counts of refusals)")

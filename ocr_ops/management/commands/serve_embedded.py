@@ -1,8 +1,12 @@
 """``python manage.py serve_embedded``: embedded Triton + gunicorn, the ``make serve`` target.
 
-Starts the embedded Triton on the project's model repository, waits for ``ensemble_ocr``,
-starts gunicorn (``deploy/gunicorn.conf.py``) pointed at it, creates a demo API key and prints
-it with a ready-to-paste curl command. Ctrl-C (or SIGTERM) stops gunicorn, then Triton.
+Starts the embedded Triton on the project's model repository (restarted whenever it dies:
+:class:`~ocr_embedded.supervisor.TritonSupervisor`), waits for ``ensemble_ocr``, starts
+gunicorn (``deploy/gunicorn.conf.py``) on a loopback port behind the buffering proxy
+(:class:`~ocr_embedded.proxy.BufferingProxy`, nginx) that clients reach on ``--port``, and
+prints where everything is (:mod:`ocr_ops.demo`): the demo page, the demo API key (one key,
+reused until it expires) with a ready-to-paste curl command, the API docs and the admin. Ctrl-C (or SIGTERM) stops the
+proxy and gunicorn, then Triton.
 """
 
 import os
@@ -14,10 +18,13 @@ import time
 import urllib.request
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from ocr_embedded.launcher import EmbeddedTriton, TritonStartError
-from ocr_api.models import ApiKey
+from ocr_embedded.launcher import EmbeddedTriton, TritonStartError, free_port
+from ocr_embedded.proxy import BufferingProxy, ProxyStartError
+from ocr_embedded.supervisor import TritonSupervisor
+from ocr_ops import demo
 
 
 def _port_is_free(port: int) -> bool:
@@ -73,18 +80,25 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, _interrupt)
         self.stdout.write(f"Starting Triton (gRPC :{triton.grpc_port}, HTTP :{triton.http_port}, "
                           f"metrics :{triton.metrics_port}); log: {log_path}")
+        supervisor = TritonSupervisor(triton)
+        # Clients reach nginx on `port`; gunicorn listens on loopback only, behind it.
+        upstream_port = free_port()
+        proxy = BufferingProxy(os.environ.get("HTTP_HOST", "0.0.0.0"), port,
+                               f"127.0.0.1:{upstream_port}", settings.VAR_DIR / "log" / "proxy.log")
         gunicorn = None
         try:
             started = time.monotonic()
             try:
-                triton.start(timeout_s=600)
-            except TritonStartError as exc:
+                supervisor.start(timeout_s=600)
+                proxy.start()
+            except (TritonStartError, ProxyStartError) as exc:
                 raise CommandError(str(exc)) from exc
             self.stdout.write(f"Triton ready in {time.monotonic() - started:.0f} s")
             # Workers are processes: they share Prometheus metrics through this directory.
-            env = dict(os.environ, HTTP_PORT=str(port), TRITON_GRPC_URL=triton.grpc_url,
-                       TRITON_METRICS_URL=triton.metrics_url,
-                       PROMETHEUS_MULTIPROC_DIR=str(settings.VAR_DIR / "prometheus"))
+            env = dict(os.environ, HTTP_HOST="127.0.0.1", HTTP_PORT=str(upstream_port),
+                       TRITON_GRPC_URL=triton.grpc_url, TRITON_METRICS_URL=triton.metrics_url,
+                       PROMETHEUS_MULTIPROC_DIR=str(settings.VAR_DIR / "prometheus"),
+                       OCR_TRUSTED_PROXIES=",".join([*settings.OCR_TRUSTED_PROXIES, "127.0.0.1"]))
             # A session of its own: Ctrl-C reaches this command only, which then stops gunicorn
             # with one SIGTERM (gthread workers that get both SIGINT and the master's SIGQUIT
             # can hang on shutdown).
@@ -93,27 +107,25 @@ class Command(BaseCommand):
                  str(settings.BASE_DIR / "deploy" / "gunicorn.conf.py"), "gateway.wsgi"],
                 cwd=settings.BASE_DIR, env=env, start_new_session=True)
             self._wait_http(f"http://127.0.0.1:{port}/api/health", gunicorn)
-            _, key = ApiKey.objects.create_key(name="make serve demo", owner="local")
+            key, row = demo.demo_key(settings.VAR_DIR / "demo_api_key")
+            has_admin = get_user_model().objects.filter(is_staff=True, is_active=True).exists()
             self.stdout.write(self.style.SUCCESS(f"\nGateway ready on http://localhost:{port}"))
-            self.stdout.write(f"API key: {key}")
-            self.stdout.write(
-                "Try it:\n"
-                f"  curl -s -H 'Authorization: Api-Key {key}' "
-                f"-F image=@tests/data/images/korean.png http://localhost:{port}/api/ocr\n"
-                f"API docs: http://localhost:{port}/api/docs   Stop: Ctrl-C\n")
+            self.stdout.write(demo.banner(f"http://localhost:{port}", key, row.expiry_date,
+                                          has_admin))
             self.stdout.flush()
             if gunicorn.wait() != 0:
                 raise CommandError(f"gunicorn exited with code {gunicorn.returncode}")
         except KeyboardInterrupt:
             self.stdout.write("\nStopping...")
         finally:
+            proxy.stop()
             if gunicorn is not None and gunicorn.poll() is None:
                 gunicorn.send_signal(signal.SIGTERM)
                 try:
                     gunicorn.wait(timeout=40)
                 except subprocess.TimeoutExpired:
                     gunicorn.kill()
-            triton.stop()
+            supervisor.stop()
             self.stdout.write("Stopped gunicorn and Triton.")
 
     @staticmethod

@@ -13,7 +13,7 @@ from ocr_pipeline.triton_python import model_parameters, optional_input, refusal
 
 
 class TritonPythonModel:
-    """``IMAGE_BYTES [1]`` (+ optional ``LONG_SIDE``, ``RECOGNIZE``) -> ``image [1,3,H,W]``,
+    """``IMAGE_BYTES [1]`` (+ optional ``LONG_SIDE``, ``RECOGNIZE``) -> ``image [1,H,W,3]`` uint8,
     ``RESIZE_RATIO [1]``, ``IMAGE_SIZE [2]``, ``ORIGINAL_IMAGE [H,W,3]`` (empty when not
     recognizing). Bad bytes fail only their request (INVALID_ARG)."""
 
@@ -36,7 +36,8 @@ class TritonPythonModel:
             side = params.read(LONG_SIDE, optional_input(request, LONG_SIDE.tensor))
             recognize = params.read(RECOGNIZE, optional_input(request, RECOGNIZE.tensor))
             prepared = imaging.prepare_image(bytes(data), side, max_pixels=self.max_pixels,
-                                             square_canvas=self.square_canvas)
+                                             square_canvas=self.square_canvas,
+                                             keep_original=recognize)
         except ParameterError as exc:
             return refusal(INVALID_PARAMETER, str(exc), exc.field)
         except imaging.ImageTooLargeError as exc:
@@ -47,7 +48,7 @@ class TritonPythonModel:
             pb_utils.Tensor("image", prepared.tensor),
             pb_utils.Tensor("RESIZE_RATIO", np.array([prepared.ratio], dtype=np.float32)),
             pb_utils.Tensor("IMAGE_SIZE", np.array([prepared.width, prepared.height], np.int32)),
-            # Only the recognize step reads it: not copied when nothing will be read.
+            # Only the recognize step reads it: not made when nothing will be read.
             pb_utils.Tensor("ORIGINAL_IMAGE", prepared.original if recognize
                             else np.zeros((0, 0, 3), np.uint8)),
         ])

@@ -8,13 +8,12 @@ import triton_python_backend_utils as pb_utils
 from ocr_contract.errors import INVALID_PARAMETER
 from ocr_contract.languages import TESSERACT
 from ocr_contract.parameters import LANGUAGE, RECOGNIZE, ParameterError
+from ocr_contract.tensors import RECOGNIZER_MODEL as RECOGNIZER
+from ocr_contract.tensors import TESSERACT_MODEL
 
 from ocr_pipeline import params, reading_order, recognition, routing, tesseract
 from ocr_pipeline.recognition import Reading
 from ocr_pipeline.triton_python import model_parameters, optional_input, refusal
-
-RECOGNIZER = "recognizer"
-TESSERACT_MODEL = "tesseract"
 
 
 class TritonPythonModel:

@@ -1,0 +1,288 @@
+"""Soak (``make soak``): minutes of mixed valid and invalid uploads against the embedded setup.
+
+The setup is ``make serve``'s: an embedded Triton (kept running by
+:class:`~ocr_embedded.supervisor.TritonSupervisor`), gunicorn with ``deploy/gunicorn.conf.py``
+(2 workers x 4 threads) on loopback, and the buffering proxy (nginx) in front; a fresh SQLite
+database. ``concurrency`` client threads (16) send requests back to back through the proxy,
+each on its own keep-alive connection, for ``minutes`` after ``warmup_s`` of the same load.
+Half are valid uploads (test images at ``long_side=640``, text read), half invalid ones, each
+with the API key: not an image (415), a truncated JPEG (400), a bad parameter (400), no image
+(400), a declared body over the limit (413), an empty body (415). Triton's response cache is
+off, so every valid upload runs the whole pipeline.
+
+Prints the number of requests, the 5xx count, p50 / p99 latency, the resident memory (RSS) of
+every gunicorn worker, tritonserver and every Python-backend stub right after the warm-up and
+at the end, and the audit rows written versus the requests sent (warm-up included). The
+targets: no 5xx, memory growth under 10 % after warm-up, one audit row per request.
+
+    python -m bench.soak [--minutes 10] [--concurrency 16] [--warmup-s 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import sqlite3
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from bench.load import BenchImage, percentile
+from bench.memory import process_role
+from bench.servers import REPO_ROOT, Gunicorn, prepare_gateway_state
+from ocr_embedded.launcher import EmbeddedTriton, free_port
+from ocr_embedded.proxy import BufferingProxy
+from ocr_embedded.supervisor import TritonSupervisor
+
+IMAGES = REPO_ROOT / "tests" / "data" / "images"
+#: Scene photos with Latin text (PP-OCR only; Tesseract's scripts cost several times more).
+VALID_IMAGES = ("img_1.jpg", "img_2.jpg", "img_3.jpg", "img_4.jpg", "img_5.jpg")
+VALID_QUERY = "long_side=640"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of request: its name, how to send it, and the status it should get."""
+
+    name: str
+    path: str
+    body: bytes
+    headers: dict
+    expected: int
+
+
+def request_kinds(key: str) -> list[Kind]:
+    """The mix: every valid image once, and as many invalid requests."""
+    auth = {"Authorization": f"Api-Key {key}"}
+    kinds = []
+    for name in VALID_IMAGES:
+        image = BenchImage.from_bytes(name, (IMAGES / name).read_bytes())
+        kinds.append(Kind(f"valid {name}", f"/api/ocr?{VALID_QUERY}", image.multipart,
+                          {**auth, "Content-Type":
+                           f"multipart/form-data; boundary={image.boundary}"}, 200))
+    truncated = (REPO_ROOT / "tests" / "data" / "bad" / "truncated.jpg").read_bytes()
+    kinds += [
+        Kind("not an image", "/api/ocr", b"plain text, not an image" * 40,
+             {**auth, "Content-Type": "image/png"}, 415),
+        Kind("truncated jpeg", "/api/ocr", truncated, {**auth, "Content-Type": "image/jpeg"},
+             400),
+        Kind("bad parameter", "/api/ocr?long_side=9", (IMAGES / "img_1.jpg").read_bytes(),
+             {**auth, "Content-Type": "image/jpeg"}, 400),
+        Kind("no image", "/api/ocr", b"--b\r\nContent-Disposition: form-data; name=\"x\"\r\n\r\n1"
+             b"\r\n--b--\r\n", {**auth, "Content-Type": "multipart/form-data; boundary=b"},
+             400),
+        Kind("over the limit", "/api/ocr", b"", {**auth, "Content-Type": "image/png",
+                                                 "Content-Length": str(10**9)}, 413),
+    ]
+    return kinds
+
+
+@dataclass
+class Outcome:
+    kind: str
+    status: int
+    latency_ms: float
+    error: str = ""
+
+
+def _send(conn: http.client.HTTPConnection, kind: Kind) -> int:
+    headers = dict(kind.headers)
+    if "Content-Length" in headers:   # declared, never sent: refused from the header
+        conn.putrequest("POST", kind.path)
+        for name, value in headers.items():
+            conn.putheader(name, value)
+        conn.endheaders()
+    else:
+        conn.request("POST", kind.path, body=kind.body, headers=headers)
+    response = conn.getresponse()
+    response.read()
+    if response.getheader("Connection", "").lower() == "close":
+        conn.close()
+    return response.status
+
+
+def drive(base_port: int, kinds: list[Kind], concurrency: int, seconds: float,
+          offset: int = 0) -> list[Outcome]:
+    """``concurrency`` threads send ``kinds`` round-robin for ``seconds``; every outcome."""
+    outcomes: list[Outcome] = []
+    lock = threading.Lock()
+    deadline = time.monotonic() + seconds
+    counter = iter(range(offset, 10**9))
+
+    def worker() -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", base_port, timeout=120)
+        while time.monotonic() < deadline:
+            with lock:
+                index = next(counter)
+            # Valid and invalid alternate: every second request is a valid upload.
+            valid = [k for k in kinds if k.expected == 200]
+            invalid = [k for k in kinds if k.expected != 200]
+            kind = valid[(index // 2) % len(valid)] if index % 2 == 0 else \
+                invalid[(index // 2) % len(invalid)]
+            started = time.perf_counter()
+            try:
+                status, error = _send(conn, kind), ""
+            except (OSError, http.client.HTTPException) as exc:
+                status, error = 0, f"{type(exc).__name__}: {exc}"
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", base_port, timeout=120)
+            outcome = Outcome(kind.name, status, (time.perf_counter() - started) * 1e3, error)
+            with lock:
+                outcomes.append(outcome)
+        conn.close()
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(concurrency)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return outcomes
+
+
+def memory(roots: dict[str, int]) -> dict[tuple[str, int], int]:
+    """``{(role, pid): RSS bytes}`` of every process under the given root pids."""
+    found = {}
+    for root in roots.values():
+        try:
+            parent = psutil.Process(root)
+            processes = [parent, *parent.children(recursive=True)]
+        except psutil.Error:
+            continue
+        for proc in processes:
+            try:
+                found[(process_role(proc), proc.pid)] = proc.memory_info().rss
+            except psutil.Error:
+                continue
+    return found
+
+
+def audit_rows(database: Path) -> int:
+    with sqlite3.connect(database) as db:
+        return db.execute("SELECT COUNT(*) FROM ocr_api_ocrrequest").fetchone()[0]
+
+
+def settled_audit_rows(database: Path, quiet_s: float = 3.0, timeout_s: float = 120.0) -> int:
+    """The audit rows once their count has not changed for ``quiet_s`` (a row is written
+    after its answer; a request a client gave up on may still be in a worker)."""
+    deadline = time.monotonic() + timeout_s
+    last, since = audit_rows(database), time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - since < quiet_s:
+        time.sleep(0.5)
+        count = audit_rows(database)
+        if count != last:
+            last, since = count, time.monotonic()
+    return last
+
+
+def report(outcomes: list[Outcome], sent_total: int, rows: int, before: dict, after: dict,
+           minutes: float, concurrency: int) -> str:
+    """The soak's table, as Markdown."""
+    statuses = Counter(o.status for o in outcomes)
+    latencies = [o.latency_ms for o in outcomes]
+    valid = [o.latency_ms for o in outcomes if o.kind.startswith("valid")]
+    unexpected = Counter((o.kind, o.status) for o in outcomes
+                         if (o.kind.startswith("valid") and o.status != 200)
+                         or o.status >= 500 or o.status == 0)
+    lines = [
+        f"Soak: {minutes:g} min at concurrency {concurrency} (after the warm-up), "
+        f"half valid uploads ({VALID_QUERY}, text read), half invalid.",
+        "",
+        "| requests | 5xx | no answer | p50 ms | p99 ms | valid p50 ms | valid p99 ms |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        f"| {len(outcomes)} | {sum(n for s, n in statuses.items() if s >= 500)} | "
+        f"{statuses.get(0, 0)} | {percentile(latencies, 50):.0f} | "
+        f"{percentile(latencies, 99):.0f} | {percentile(valid, 50):.0f} | "
+        f"{percentile(valid, 99):.0f} |",
+        "",
+        "Statuses: " + ", ".join(f"{s}: {n}" for s, n in sorted(statuses.items())),
+    ]
+    if unexpected:
+        lines.append("Unexpected: " + ", ".join(f"{k} -> {s}: {n}"
+                                                 for (k, s), n in unexpected.most_common()))
+    failures = Counter(o.error for o in outcomes if o.status == 0)
+    if failures:
+        lines.append("No answer: " + "; ".join(f"{e} ({n})" for e, n in failures.most_common(3)))
+    lines += ["", "| process | pid | RSS after warm-up MiB | RSS at the end MiB | growth |",
+              "| --- | ---: | ---: | ---: | ---: |"]
+    for (role, pid), start in sorted(before.items()):
+        end = after.get((role, pid))
+        if end is None:
+            lines.append(f"| {role} | {pid} | {start / 2**20:.1f} | (exited) | |")
+            continue
+        lines.append(f"| {role} | {pid} | {start / 2**20:.1f} | {end / 2**20:.1f} | "
+                     f"{(end - start) / start * 100:+.1f} % |")
+    for (role, pid), end in sorted(after.items()):
+        if (role, pid) not in before:
+            lines.append(f"| {role} (new) | {pid} | | {end / 2**20:.1f} | |")
+    lines += ["", f"Audit rows: {rows}; requests sent (warm-up included): {sent_total}"
+                  f" ({'equal' if rows == sent_total else 'DIFFERENT'})."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Soak the embedded setup (make soak).")
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--warmup-s", type=float, default=60.0)
+    parser.add_argument("--output", type=Path, default=REPO_ROOT / "bench" / "results" /
+                        "soak.md", help="where the table is written as well")
+    args = parser.parse_args(argv)
+
+    work = Path(tempfile.mkdtemp(prefix="ocr-soak-"))
+    print(f"Soak: state and logs in {work}", flush=True)
+    os.environ.setdefault("DJANGO_SECRET_KEY", "soak-only")
+    # As make serve: compiled OpenVINO models are cached in var/ (no compile in the soak).
+    triton = EmbeddedTriton(repository=REPO_ROOT / "triton_models" / "repository",
+                            log_path=work / "triton.log", cache_bytes=0,
+                            env={"OCR_ENGINE_CACHE_DIR": os.environ.get(
+                                "OCR_ENGINE_CACHE_DIR",
+                                str(REPO_ROOT / "var" / "cache" / "openvino"))})
+    supervisor = TritonSupervisor(triton)
+    gunicorn = proxy = None
+    try:
+        supervisor.start(timeout_s=600)
+        env, key = prepare_gateway_state(work)
+        gunicorn = Gunicorn("gateway.wsgi", free_port(), 2, 4, dict(
+            env, TRITON_GRPC_URL=triton.grpc_url, TRITON_METRICS_URL=triton.metrics_url,
+            OCR_TRUSTED_PROXIES="127.0.0.1", PROMETHEUS_MULTIPROC_DIR=str(work / "prometheus"),
+            METRICS_PORT=str(free_port()), GUNICORN_ACCESS_LOG=str(work / "access.log")),
+            work / "gunicorn.log")
+        gunicorn.start("/api/health")
+        proxy = BufferingProxy("127.0.0.1", 0, f"127.0.0.1:{gunicorn.port}", work / "proxy.log")
+        proxy.start()
+        kinds = request_kinds(key)
+        print(f"Warm-up: {args.warmup_s:.0f} s at concurrency {args.concurrency}", flush=True)
+        warmup = drive(proxy.listen_port, kinds, args.concurrency, args.warmup_s)
+        roots = {"gunicorn": gunicorn.pid, "triton": triton.process.pid}
+        before = memory(roots)
+        print(f"Soak: {args.minutes:g} min", flush=True)
+        outcomes = drive(proxy.listen_port, kinds, args.concurrency, args.minutes * 60,
+                         offset=len(warmup))
+        roots["triton"] = triton.process.pid
+        after = memory(roots)
+        rows = settled_audit_rows(work / "db.sqlite3")
+        table = report(outcomes, len(warmup) + len(outcomes), rows, before, after,
+                       args.minutes, args.concurrency)
+        if supervisor.restarts:
+            table += f"\nTriton was restarted {supervisor.restarts} time(s) during the soak."
+    finally:
+        if proxy is not None:
+            proxy.stop()
+        if gunicorn is not None:
+            gunicorn.stop()
+        supervisor.stop()
+    print(table)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,356 @@
+"""The buffering proxy in front of gunicorn: nginx, configured from the gateway's own limits.
+
+gunicorn's gthread workers give a connection one of their few threads while they read its
+request, so a handful of clients that send their headers or body slowly stop the gateway
+(gunicorn's documentation asks for a buffering proxy in front for this reason). nginx reads
+every request whole first, in its event loop, and only then passes it to gunicorn over
+loopback or the container network. What the configuration written here does:
+
+- time limits on reading headers (in total) and bodies (between two reads), and a cap on
+  the connections of one client address (429 with ``Retry-After``, JSON);
+- chunked bodies (``Transfer-Encoding: chunked``) are read up to the limit and sent on with a
+  ``Content-Length``, so Django reads them like any other;
+- a body over the limit (``OCR_MAX_UPLOAD_BYTES``, ``OCR_BATCH_MAX_UPLOAD_BYTES``, plus
+  multipart framing) is refused as soon as the limit is crossed, by its ``Content-Length`` or
+  while reading chunks, without storing more: the refusal goes to the gateway as a body-less
+  request with :data:`~ocr_contract.limits.BODY_OVER_LIMIT_HEADER`, which answers its JSON 413
+  and writes the audit row;
+- lingering close: after an answer given before the body was read, nginx reads and discards
+  what the client still sends (up to 30 s) before closing, so every client (``urllib``, ``requests``, curl) reads the answer instead
+  of a connection reset.
+
+``make serve`` runs Debian's nginx through :class:`BufferingProxy`; docker compose runs
+``python -m ocr_embedded.proxy`` once to write :func:`server_config` for the nginx container.
+Kubernetes has ingress-nginx in front instead. No Django here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from ocr_contract import limits
+from ocr_contract.errors import ERROR_CODES
+
+
+class ProxyStartError(RuntimeError):
+    """nginx is missing, exited, or did not listen in time; the message has the log tail."""
+
+
+def _env_int(environ: Mapping[str, str], name: str, default: int) -> int:
+    value = (environ.get(name) or "").strip()
+    return int(value) if value else default
+
+
+@dataclass(frozen=True)
+class ProxySettings:
+    """What the proxy enforces. Every field has its environment variable
+    (:meth:`from_environ`, listed in ``deploy/.env.example``).
+
+    Attributes:
+        max_upload_bytes: ``OCR_MAX_UPLOAD_BYTES``, the body limit of ``POST /api/ocr``
+            (multipart framing comes on top).
+        batch_max_upload_bytes: ``OCR_BATCH_MAX_UPLOAD_BYTES``, that of ``/api/ocr/batch``.
+        header_timeout_s: ``OCR_PROXY_HEADER_TIMEOUT_S``, most seconds to send the headers.
+        body_timeout_s: ``OCR_PROXY_BODY_TIMEOUT_S``, most seconds between two reads of a
+            body.
+        connections_per_address: ``OCR_PROXY_CONNECTIONS_PER_ADDRESS``, most requests in
+            progress from one client address.
+        read_timeout_s: seconds the proxy waits for the gateway's answer: the inference
+            deadline twice (``TRITON_TIMEOUT_S``: a request may wait that long for a gunicorn
+            thread, then infer as long) + 30, so the client gets the gateway's own 504.
+    """
+
+    max_upload_bytes: int = limits.MAX_UPLOAD_BYTES.default
+    batch_max_upload_bytes: int = limits.BATCH_MAX_UPLOAD_BYTES.default
+    header_timeout_s: int = 10
+    body_timeout_s: int = 20
+    connections_per_address: int = 64
+    read_timeout_s: int = 90
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] = os.environ) -> "ProxySettings":
+        """The settings of ``environ``, defaults for what it does not set.
+
+        Raises:
+            ValueError: a variable is set to something that is not an integer.
+        """
+        inference_s = float((environ.get("TRITON_TIMEOUT_S") or "").strip() or 30)
+        return cls(
+            max_upload_bytes=limits.MAX_UPLOAD_BYTES.read(environ),
+            batch_max_upload_bytes=limits.BATCH_MAX_UPLOAD_BYTES.read(environ),
+            header_timeout_s=_env_int(environ, "OCR_PROXY_HEADER_TIMEOUT_S",
+                                      cls.header_timeout_s),
+            body_timeout_s=_env_int(environ, "OCR_PROXY_BODY_TIMEOUT_S", cls.body_timeout_s),
+            connections_per_address=_env_int(environ, "OCR_PROXY_CONNECTIONS_PER_ADDRESS",
+                                             cls.connections_per_address),
+            read_timeout_s=2 * int(inference_s) + 30)
+
+
+def _proxy_headers(over_limit: bool = False) -> str:
+    """The ``proxy_set_header`` lines of a location (nginx inherits none once a location sets
+    one, so each location lists them all)."""
+    lines = [
+        "proxy_set_header Host $http_host;",
+        # The client's address, appended: the gateway believes it from its trusted proxies
+        # (OCR_TRUSTED_PROXIES) and throttles and audits by it.
+        "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;",
+        'proxy_set_header Connection "";',                 # keep-alive to gunicorn
+        # Only the proxy says that a body was over the limit, never a client.
+        f'proxy_set_header {limits.BODY_OVER_LIMIT_HEADER} "{"1" if over_limit else ""}";',
+    ]
+    if over_limit:
+        lines.append('proxy_set_header Content-Length "";')
+    return "\n        ".join(lines)
+
+
+def _upload_location(path: str, limit_bytes: int) -> str:
+    return f"""
+    location = {path} {{
+        client_max_body_size {limit_bytes + limits.MULTIPART_SLACK_BYTES};
+        error_page 413 = @body_over_limit;
+        proxy_pass http://ocr_gateway;
+        {_proxy_headers()}
+    }}"""
+
+
+def server_config(settings: ProxySettings, listen: str, upstream: str) -> str:
+    """The nginx configuration of the proxy, for the ``http`` context (``conf.d/*.conf``).
+
+    Args:
+        settings: limits and timeouts.
+        listen: nginx's ``listen`` argument: ``8000``, ``127.0.0.1:8000``, ``[::]:8000``.
+        upstream: gunicorn's address, ``host:port`` or ``unix:/path``.
+    """
+    too_many = json.dumps({"request_id": "$request_id", "error": {
+        "code": "rate_limited", "message": "Too many connections from this address."}})
+    assert ERROR_CODES["rate_limited"] == 429
+    return f"""# Written by `python -m ocr_embedded.proxy` from the gateway's settings (see its docstring):
+# change those settings, not this file.
+limit_conn_zone $binary_remote_addr zone=ocr_per_address:10m;
+
+upstream ocr_gateway {{
+    server {upstream};
+    keepalive 16;
+}}
+
+server {{
+    listen {listen};
+    server_tokens off;
+
+    # Slow clients: every request is read whole here before gunicorn sees it.
+    client_header_timeout {settings.header_timeout_s}s;
+    client_body_timeout {settings.body_timeout_s}s;
+    send_timeout 60s;
+    keepalive_timeout 15s;
+    limit_conn ocr_per_address {settings.connections_per_address};
+    limit_conn_status 429;
+    error_page 429 @too_many_connections;
+
+    # Bodies: buffered whole (in memory up to 1 MiB, then a temporary file), chunked ones
+    # sent on with a Content-Length. Only the upload endpoints take large ones.
+    client_max_body_size 1m;
+    client_body_buffer_size 1m;
+    proxy_request_buffering on;
+    proxy_buffering on;
+    proxy_http_version 1.1;
+    proxy_read_timeout {settings.read_timeout_s}s;
+    proxy_send_timeout 60s;
+
+    # After an answer given before the body was read, read and discard the rest before
+    # closing, so the client reads the answer rather than a connection reset. The wait
+    # between two reads is also how long a refused client that sends nothing more waits for
+    # the gateway's answer to the refusal: nginx's 5 s would drop it when the gateway is busy.
+    lingering_close on;
+    lingering_time 30s;
+    lingering_timeout 30s;
+
+    location / {{
+        proxy_pass http://ocr_gateway;
+        {_proxy_headers()}
+    }}
+{_upload_location("/api/ocr", settings.max_upload_bytes)}
+{_upload_location("/api/ocr/batch", settings.batch_max_upload_bytes)}
+
+    # The gateway answers a body over the limit itself (JSON 413, audit row): the request is
+    # sent on without its body, marked.
+    location @body_over_limit {{
+        proxy_pass http://ocr_gateway;
+        proxy_pass_request_body off;
+        {_proxy_headers(over_limit=True)}
+    }}
+
+    location @too_many_connections {{
+        default_type application/json;
+        add_header Retry-After 1 always;
+        return 429 '{too_many}';
+    }}
+}}
+"""
+
+
+def nginx_binary() -> str:
+    """Path of Debian's nginx (``/usr/sbin`` is not on every user's PATH).
+
+    Raises:
+        ProxyStartError: nginx is not installed.
+    """
+    found = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/sbin")
+    if not found:
+        raise ProxyStartError("nginx is not installed: apt-get install nginx")
+    return found
+
+
+@dataclass
+class BufferingProxy:
+    """One nginx process in front of gunicorn (``make serve``, tests, benchmarks).
+
+    Args:
+        listen_host, listen_port: where clients connect (0 picks a free port).
+        upstream: gunicorn's ``host:port``.
+        log_path: nginx's error log (timed-out and refused clients are logged there).
+        settings: limits and timeouts; by default those of the environment.
+    """
+
+    listen_host: str
+    listen_port: int
+    upstream: str
+    log_path: Path
+    settings: ProxySettings = field(default_factory=ProxySettings.from_environ)
+    process: subprocess.Popen | None = field(default=None, init=False)
+    _runtime: Path | None = field(default=None, init=False)
+
+    def __post_init__(self):
+        self.log_path = Path(self.log_path)
+        if not self.listen_port:
+            with socket.socket() as sock:
+                sock.bind((self.listen_host, 0))
+                self.listen_port = sock.getsockname()[1]
+
+    @property
+    def url(self) -> str:
+        host = "127.0.0.1" if self.listen_host in ("", "0.0.0.0") else self.listen_host
+        return f"http://{host}:{self.listen_port}"
+
+    def main_config(self, runtime: Path) -> str:
+        """nginx.conf: one worker in the foreground, its state in ``runtime``."""
+        # As root, nginx's workers run as nobody: they need only the temporary folders, which
+        # nginx makes and hands to them itself.
+        user = "user nobody nogroup;\n" if os.geteuid() == 0 else ""
+        temp = "\n    ".join(f"{kind}_temp_path {runtime / kind};"
+                             for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+        return f"""{user}daemon off;
+worker_processes 1;
+worker_rlimit_nofile 8192;
+pid {runtime / "nginx.pid"};
+error_log {self.log_path} error;
+events {{
+    worker_connections 4096;
+}}
+http {{
+    access_log off;
+    {temp}
+    include {runtime / "gateway.conf"};
+}}
+"""
+
+    def start(self, timeout_s: float = 10.0) -> "BufferingProxy":
+        """Write the configuration, start nginx, and wait until it accepts connections.
+
+        Raises:
+            ProxyStartError: nginx is missing, exited, or did not listen within
+                ``timeout_s``; the message ends with the log's last lines.
+        """
+        binary = nginx_binary()
+        self._runtime = Path(tempfile.mkdtemp(prefix="ocr-proxy-"))
+        self._runtime.chmod(0o755)
+        listen = f"{self.listen_host}:{self.listen_port}" if self.listen_host else \
+            str(self.listen_port)
+        (self._runtime / "gateway.conf").write_text(
+            server_config(self.settings, listen, self.upstream))
+        (self._runtime / "nginx.conf").write_text(self.main_config(self._runtime))
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [binary, "-p", str(self._runtime), "-e", str(self.log_path),
+                 "-c", str(self._runtime / "nginx.conf")],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                self._cleanup()
+                raise ProxyStartError(f"nginx exited with code {self.process.returncode}.\n"
+                                      f"{self.log_tail()}")
+            try:
+                with socket.create_connection(
+                        ("127.0.0.1" if self.listen_host in ("", "0.0.0.0") else
+                         self.listen_host, self.listen_port), timeout=1):
+                    return self
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise ProxyStartError(f"nginx did not listen on {listen} within {timeout_s:.0f} s.\n"
+                              f"{self.log_tail()}")
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        """SIGQUIT (finish the requests in progress), then SIGKILL after ``grace_s``."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGQUIT)
+            try:
+                self.process.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                self.process.wait(timeout=10)
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        if self._runtime is not None:
+            shutil.rmtree(self._runtime, ignore_errors=True)
+            self._runtime = None
+
+    def log_tail(self, lines: int = 20) -> str:
+        """The last ``lines`` lines of nginx's log."""
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc_info):
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ocr_embedded.proxy --listen 8080 --upstream gateway:8000 [--output F]``:
+    write :func:`server_config` for this environment's settings."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--listen", required=True, help="nginx listen argument, e.g. 8080")
+    parser.add_argument("--upstream", required=True, help="gunicorn's host:port")
+    parser.add_argument("--output", help="file to write (default: standard output)")
+    args = parser.parse_args(argv)
+    config = server_config(ProxySettings.from_environ(), args.listen, args.upstream)
+    if args.output:
+        Path(args.output).write_text(config)
+    else:
+        sys.stdout.write(config)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

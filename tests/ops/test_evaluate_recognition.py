@@ -1,0 +1,33 @@
+"""``manage.py evaluate_recognition`` on the shared recognition data through a real Triton."""
+
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from tests.helpers import DATA, IMAGES
+
+
+def test_command_refuses_a_missing_ground_truth(tmp_path):
+    with pytest.raises(CommandError, match="cannot read the text ground truth"):
+        call_command("evaluate_recognition", data=tmp_path, triton_url="localhost:1")
+
+
+@pytest.mark.triton
+def test_served_pipeline_scores_text_words_and_receipts(live_triton, tmp_path, capsys):
+    out = tmp_path / "eval.json"
+    call_command("evaluate_recognition", data=DATA / "recognition", images=IMAGES,
+                 json_path=out)
+    result = json.loads(out.read_text(encoding="utf-8"))
+    images = result["images"]
+    # Measured at the defaults: every word of the complete images read, precision 1.
+    assert images["complete"]["f_score"] == pytest.approx(1.0)
+    assert images["partial"]["recall"] >= 0.75
+    korean = next(row for row in images["per_image"] if row["image"] == "korean.png")
+    assert (korean["matched"], korean["expected"], korean["read"]) == (8, 8, 8)
+    assert result["words"]["accuracy"] == pytest.approx(0.7)       # 7 of 10 crops
+    assert {row["label"] for row in result["words"]["per_word"] if not row["right"]} == \
+        {"HOTEL", "ANING"}
+    assert result["receipts"]["label_recall"] >= 0.8
+    printed = capsys.readouterr().out
+    assert "complete images: F 1.000" in printed and "words: 7/10 right" in printed

