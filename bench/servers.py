@@ -160,7 +160,8 @@ def prepare_gateway_state(var_dir: Path) -> tuple[dict, str]:
 
 
 def engine_descriptions(metrics_url: str) -> dict[str, str]:
-    """``{model: engine description}`` from Triton's ``ocr_engine_info`` gauge (may be {})."""
+    """``{"craft v1": engine description}`` from Triton's ``ocr_engine_info`` gauge, with why
+    the precision was chosen in parentheses when ``auto`` chose it (may be {})."""
     try:
         with urllib.request.urlopen(metrics_url, timeout=5) as response:
             text = response.read().decode()
@@ -171,5 +172,7 @@ def engine_descriptions(metrics_url: str) -> dict[str, str]:
         if line.startswith("ocr_engine_info{"):
             labels = dict(re.findall(r'(\w+)="([^"]*)"', line))
             if "model" in labels:
-                found[labels["model"]] = labels.get("engine", "")
+                choice = labels.get("choice", "")
+                found[f"{labels['model']} v{labels.get('version', '1')}"] = \
+                    labels.get("engine", "") + (f" ({choice})" if choice else "")
     return found

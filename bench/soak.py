@@ -8,7 +8,10 @@ each on its own keep-alive connection, for ``minutes`` after ``warmup_s`` of the
 Half are valid uploads (test images at ``long_side=640``, text read), half invalid ones, each
 with the API key: not an image (415), a truncated JPEG (400), a bad parameter (400), no image
 (400), a declared body over the limit (413), an empty body (415). Triton's response cache is
-off, so every valid upload runs the whole pipeline.
+off, so every valid upload runs the whole pipeline. The inference deadline
+(``TRITON_TIMEOUT_S``) is :data:`DEADLINE_S`: at this concurrency up to 8 valid uploads queue
+for Triton, and on a 2-core machine (seconds per image) the default 30 s would turn that queue
+into 504s, which measures the machine rather than the leaks and errors a soak looks for.
 
 Prints the number of requests, the 5xx count, p50 / p99 latency, the resident memory (RSS) of
 every gunicorn worker, tritonserver and every Python-backend stub right after the warm-up and
@@ -38,13 +41,15 @@ from bench.load import BenchImage, percentile
 from bench.memory import process_role
 from bench.servers import REPO_ROOT, Gunicorn, prepare_gateway_state
 from ocr_embedded.launcher import EmbeddedTriton, free_port
-from ocr_embedded.proxy import BufferingProxy
+from ocr_embedded.proxy import BufferingProxy, ProxySettings
 from ocr_embedded.supervisor import TritonSupervisor
 
 IMAGES = REPO_ROOT / "tests" / "data" / "images"
 #: Scene photos with Latin text (PP-OCR only; Tesseract's scripts cost several times more).
 VALID_IMAGES = ("img_1.jpg", "img_2.jpg", "img_3.jpg", "img_4.jpg", "img_5.jpg")
 VALID_QUERY = "long_side=640"
+#: The inference deadline of the soak, seconds (see the module's docstring).
+DEADLINE_S = 120
 
 
 @dataclass(frozen=True)
@@ -117,7 +122,7 @@ def drive(base_port: int, kinds: list[Kind], concurrency: int, seconds: float,
     counter = iter(range(offset, 10**9))
 
     def worker() -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", base_port, timeout=120)
+        conn = http.client.HTTPConnection("127.0.0.1", base_port, timeout=3 * DEADLINE_S)
         while time.monotonic() < deadline:
             with lock:
                 index = next(counter)
@@ -132,7 +137,8 @@ def drive(base_port: int, kinds: list[Kind], concurrency: int, seconds: float,
             except (OSError, http.client.HTTPException) as exc:
                 status, error = 0, f"{type(exc).__name__}: {exc}"
                 conn.close()
-                conn = http.client.HTTPConnection("127.0.0.1", base_port, timeout=120)
+                conn = http.client.HTTPConnection("127.0.0.1", base_port,
+                                                  timeout=3 * DEADLINE_S)
             outcome = Outcome(kind.name, status, (time.perf_counter() - started) * 1e3, error)
             with lock:
                 outcomes.append(outcome)
@@ -251,11 +257,14 @@ def main(argv: list[str] | None = None) -> int:
         env, key = prepare_gateway_state(work)
         gunicorn = Gunicorn("gateway.wsgi", free_port(), 2, 4, dict(
             env, TRITON_GRPC_URL=triton.grpc_url, TRITON_METRICS_URL=triton.metrics_url,
-            OCR_TRUSTED_PROXIES="127.0.0.1", PROMETHEUS_MULTIPROC_DIR=str(work / "prometheus"),
+            TRITON_TIMEOUT_S=str(DEADLINE_S), OCR_TRUSTED_PROXIES="127.0.0.1",
+            PROMETHEUS_MULTIPROC_DIR=str(work / "prometheus"),
             METRICS_PORT=str(free_port()), GUNICORN_ACCESS_LOG=str(work / "access.log")),
             work / "gunicorn.log")
         gunicorn.start("/api/health")
-        proxy = BufferingProxy("127.0.0.1", 0, f"127.0.0.1:{gunicorn.port}", work / "proxy.log")
+        proxy = BufferingProxy("127.0.0.1", 0, f"127.0.0.1:{gunicorn.port}", work / "proxy.log",
+                               settings=ProxySettings.from_environ(
+                                   {**os.environ, "TRITON_TIMEOUT_S": str(DEADLINE_S)}))
         proxy.start()
         kinds = request_kinds(key)
         print(f"Warm-up: {args.warmup_s:.0f} s at concurrency {args.concurrency}", flush=True)

@@ -6,6 +6,7 @@ and that its JSON has the figures the README quotes. No timing is asserted.
 """
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import pytest
 from bench.load import percentile
 from bench.traffic import tcp_counters
 
-from tests.helpers import IMAGES
+from tests.helpers import IMAGES, reference_boxes
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -56,13 +57,18 @@ def test_one_image_run_of_every_mode(tmp_path):
     images.mkdir()
     shutil.copy(IMAGES / "img_1.jpg", images / "img_1.jpg")
     out = tmp_path / "results"
+    # FP32, whose box count is known: auto's choice is measured at start, and on a CPU where
+    # INT8 and FP32 are within noise of each other it may go either way (INT8's parity is
+    # tested at 1280 in tests/pipeline/test_engines.py).
     done = subprocess.run(
         [sys.executable, "-m", "bench.run", "--images", str(images), "--concurrency", "1",
          "--requests", "1", "--workers", "1", "--threads", "2", "--long-side", "640",
          "--out", str(out)],
-        cwd=REPO, capture_output=True, text=True, timeout=600)
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "OCR_ENGINE_PRECISION": "fp32"})
     assert done.returncode == 0, done.stderr[-4000:]
     assert "Targets:" in done.stdout
+    reference_count = len(reference_boxes(640)["img_1.jpg"]["boxes"])
 
     [json_path] = out.glob("bench-*.json")
     assert json_path.with_suffix(".md").exists()
@@ -79,7 +85,7 @@ def test_one_image_run_of_every_mode(tmp_path):
         assert cell["ok"] == cell["requests"] == 2, (mode, cell["errors"])
         assert {"p50", "p95", "p99"} <= set(cell["latency_ms"])
         assert cell["throughput_img_s"] > 0
-        assert cell["boxes_by_image"] == {"img_1.jpg": 7}
+        assert cell["boxes_by_image"] == {"img_1.jpg": reference_count} == {"img_1.jpg": 6}
         assert data["memory"], mode
     assert results["box_agreement"]["differing"] == {}
 
