@@ -16,10 +16,8 @@ import math
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path

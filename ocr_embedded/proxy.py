@@ -168,13 +168,14 @@ server {{
     proxy_read_timeout {settings.read_timeout_s}s;
     proxy_send_timeout 60s;
 
-    # After an answer given before the body was read, read and discard the rest before
-    # closing, so the client reads the answer rather than a connection reset. The wait
-    # between two reads is also how long a refused client that sends nothing more waits for
-    # the gateway's answer to the refusal: nginx's 5 s would drop it when the gateway is busy.
+    # After an answer given before the body was read, read and discard the rest (for at most
+    # 30 s) before closing, so the client reads the answer rather than a connection reset.
+    # The wait between two reads is also how long a refused client that sends nothing more
+    # waits for the gateway's answer to the refusal: as long as any answer (the soak lost one
+    # with 30 s while the gateway's threads were busy with a queue of uploads).
     lingering_close on;
     lingering_time 30s;
-    lingering_timeout 30s;
+    lingering_timeout {settings.read_timeout_s}s;
 
     location / {{
         proxy_pass http://ocr_gateway;

@@ -98,10 +98,18 @@ def test_auto_times_the_candidates_once_and_keeps_the_decision(tmp_path):
 
 
 def test_an_unavailable_precision_is_refused_with_the_fix(tmp_path):
-    lonely = tmp_path / "model.onnx"
+    lonely = tmp_path / "craft" / "1" / "model.onnx"
+    lonely.parent.mkdir(parents=True)
     lonely.write_bytes(Path(CRAFT).read_bytes())            # no model_int8.xml beside it
     with pytest.raises(engines.EngineConfigError, match="quantize_models"):
         engines.load_engine(str(lonely), engines.EngineOptions(precision="int8"))
+
+
+def test_int8_runs_the_networks_that_are_not_quantised_in_fp32():
+    refinenet = Path(CRAFT).parents[2] / "refinenet" / "1" / "model.onnx"
+    engine = engines.load_engine(str(refinenet), engines.EngineOptions(precision="int8"))
+    assert engine.precision == "fp32"
+    assert engine.choice == "int8 asked: only craft is quantised, fp32"
 
 
 # -- options -------------------------------------------------------------------------------

@@ -37,6 +37,9 @@ PERFORMANCE_HINTS = ("LATENCY", "THROUGHPUT")
 AUTO_MARGIN = 0.05
 #: Timed runs per candidate precision (after one untimed run); the median counts.
 AUTO_RUNS = 3
+#: The network ``manage.py quantize_models`` makes an INT8 model of (the model repository's
+#: folder name, :mod:`ocr_pipeline.quantization`); with precision ``int8`` the others run FP32.
+QUANTISED_MODEL = "craft"
 #: Version of the INT8 recipe a quantised model's record must name (ocr_pipeline.quantization).
 INT8_RECORD_VERSION = "craft-backbone-int8-1"
 
@@ -394,6 +397,10 @@ def load_engine(onnx_path: str, options: EngineOptions,
         engine, choice = OnnxRuntimeEngine(onnx_path, options), ""
     elif options.precision == "auto":
         engine, choice = choose_precision(onnx_path, options, sample)
+    elif options.precision == "int8" and Path(onnx_path).parent.parent.name != QUANTISED_MODEL:
+        # One setting for every network: int8 means the quantised CRAFT, FP32 elsewhere.
+        engine = OpenVinoEngine(onnx_path, options, "fp32")
+        choice = f"int8 asked: only {QUANTISED_MODEL} is quantised, fp32"
     else:
         engine, choice = OpenVinoEngine(onnx_path, options, options.precision), ""
     engine.choice = choice

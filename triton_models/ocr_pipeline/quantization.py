@@ -38,7 +38,8 @@ import logging
 import sys
 from pathlib import Path
 
-from .engines import INT8_RECORD_VERSION, int8_path, int8_record, read_int8_record
+from .engines import (INT8_RECORD_VERSION, QUANTISED_MODEL, int8_path, int8_record,
+                      read_int8_record)
 
 #: Node-name patterns (regular expressions on the ONNX node names) kept in FP32.
 CRAFT_FP32_PATTERNS = (
@@ -122,7 +123,7 @@ def ensure_int8_craft(repository: Path, version: str = "1", images: Path = DEFAU
     """
     import openvino as ov
 
-    source = Path(repository) / "craft" / version / "model.onnx"
+    source = Path(repository) / QUANTISED_MODEL / version / "model.onnx"
     if not source.exists():
         raise FileNotFoundError(f"{source} not found; run `python manage.py fetch_models`")
     paths = calibration_images(images)
