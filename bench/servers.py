@@ -17,6 +17,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from ocr_embedded.processes import stop_group
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GUNICORN_CONF = REPO_ROOT / "deploy" / "gunicorn.conf.py"
 
@@ -106,17 +108,7 @@ class Gunicorn:
 
     def stop(self, grace_s: float = 30.0) -> None:
         """SIGTERM (graceful), then SIGKILL the process group after ``grace_s`` seconds."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            self.process.wait(timeout=10)
+        stop_group(self.process, signal.SIGTERM, grace_s)
 
 
 def _no_control_socket() -> list[str]:

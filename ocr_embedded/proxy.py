@@ -43,6 +43,8 @@ from typing import Mapping
 from ocr_contract import limits
 from ocr_contract.errors import ERROR_CODES
 
+from .processes import stop_group
+
 
 class ProxyStartError(RuntimeError):
     """nginx is missing, exited, or did not listen in time; the message has the log tail."""
@@ -306,16 +308,7 @@ http {{
 
     def stop(self, grace_s: float = 10.0) -> None:
         """SIGQUIT (finish the requests in progress), then SIGKILL after ``grace_s``."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGQUIT)
-            try:
-                self.process.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(self.process.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-                self.process.wait(timeout=10)
+        stop_group(self.process, signal.SIGQUIT, grace_s)
         self._cleanup()
 
     def _cleanup(self) -> None:

@@ -17,7 +17,6 @@ measured once per machine, model file and OpenVINO version.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -27,6 +26,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+
+from .weights import sha256_of
 
 logger = logging.getLogger(__name__)
 
@@ -235,8 +236,8 @@ def read_int8_record(onnx_path: str | Path) -> dict | None:
     if not (record.exists() and target.exists() and target.with_suffix(".bin").exists()):
         return None
     values = dict(line.split(": ", 1) for line in record.read_text().splitlines() if ": " in line)
-    current = {"xml": _file_sha256(target), "bin": _file_sha256(target.with_suffix(".bin")),
-               "source": _file_sha256(Path(onnx_path)), "recipe": INT8_RECORD_VERSION}
+    current = {"xml": sha256_of(target), "bin": sha256_of(target.with_suffix(".bin")),
+               "source": sha256_of(Path(onnx_path)), "recipe": INT8_RECORD_VERSION}
     return values if all(values.get(k) == v for k, v in current.items()) else None
 
 
@@ -280,7 +281,7 @@ def choose_precision(onnx_path: str, options: EngineOptions,
         return (OpenVinoEngine(onnx_path, options, "fp32"),
                 "auto: fp32, the only precision offered" if len(candidates) == 1
                 else "auto: fp32, no warm-up input to measure on")
-    key = "|".join([_file_sha256(Path(onnx_path))[:16], _cpu_identity(), ov.__version__,
+    key = "|".join([sha256_of(Path(onnx_path))[:16], _cpu_identity(), ov.__version__,
                     str(options.threads), options.performance_hint,
                     ",".join(f"{name}{list(array.shape)}" for name, array in sorted(sample.items())),
                     ",".join(candidates)])
@@ -336,14 +337,6 @@ def _store_choice(cache_dir: str, key: str, choice: dict) -> None:
     partial = path.with_suffix(f".{os.getpid()}.tmp")
     partial.write_text(json.dumps(choices, indent=1))
     partial.replace(path)   # atomic: several models may choose at once
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def run_grouped(engine: Engine, feeds: list[dict[str, np.ndarray]]) -> list[dict[str, np.ndarray]]:

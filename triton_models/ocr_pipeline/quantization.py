@@ -40,6 +40,7 @@ from pathlib import Path
 
 from .engines import (INT8_RECORD_VERSION, QUANTISED_MODEL, int8_path, int8_record,
                       read_int8_record)
+from .weights import sha256_of
 
 #: Node-name patterns (regular expressions on the ONNX node names) kept in FP32.
 CRAFT_FP32_PATTERNS = (
@@ -128,7 +129,7 @@ def ensure_int8_craft(repository: Path, version: str = "1", images: Path = DEFAU
         raise FileNotFoundError(f"{source} not found; run `python manage.py fetch_models`")
     paths = calibration_images(images)
     target = int8_path(source)
-    expected = {"source": _sha256(source), "calibration": images_sha256(paths),
+    expected = {"source": sha256_of(source), "calibration": images_sha256(paths),
                 "recipe": INT8_RECORD_VERSION}
     record = read_int8_record(source)
     if record is not None and all(record.get(k) == v for k, v in expected.items()):
@@ -145,18 +146,10 @@ def ensure_int8_craft(repository: Path, version: str = "1", images: Path = DEFAU
 
     int8_record(source).write_text(
         "\n".join(f"{key}: {value}" for key, value in {
-            **expected, "xml": _sha256(target), "bin": _sha256(target.with_suffix(".bin")),
+            **expected, "xml": sha256_of(target), "bin": sha256_of(target.with_suffix(".bin")),
             "nncf": nncf.__version__}.items()) + "\n")
     log(f"{target}: written")
     return target
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def main(argv=None) -> int:
