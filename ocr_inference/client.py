@@ -5,7 +5,8 @@ every thread of a process and each inference costs one RPC, not a new connection
 replicas in the target (``ipv4:10.0.0.1:8001,10.0.0.2:8001``, or ``dns:///triton:8001`` and
 several Triton pods behind a headless Service) the channel balances calls round-robin across
 them (:mod:`ocr_inference.targets`). Inference is idempotent, so a call that finds its replica
-unreachable or not ready is sent once more, to the next replica, within the same deadline.
+unreachable or not ready is sent again (:data:`RETRY_PAUSES_S`), to the next replica, within the
+same deadline.
 """
 
 from __future__ import annotations
@@ -43,6 +44,12 @@ CHANNEL_ARGS = [
 
 #: Least time left before the deadline that is worth a retry, seconds.
 MIN_RETRY_S = 0.05
+
+#: Pauses before each further attempt of a call another replica may answer, seconds. A call
+#: sent again at once can still be picked onto the replica whose connection just broke (the
+#: round-robin picker learns of it on another gRPC thread), so the first pause gives it time
+#: to; the second covers calls that were in flight on a replica when a second one failed.
+RETRY_PAUSES_S = (0.1, 0.5)
 
 
 def _retryable(exc: InferenceServerException) -> bool:
@@ -114,8 +121,9 @@ class TritonClient:
             parameters: ``{API name: value}`` of :mod:`ocr_contract.parameters`; absent or
                 None ones take the model's defaults.
 
-        A call that finds its replica unreachable or not ready is sent once more (the channel
-        picks the next replica) in the time left before the deadline.
+        A call that finds its replica unreachable or not ready is sent again (the channel
+        picks the next replica) after each pause of :data:`RETRY_PAUSES_S` that the time left
+        before the deadline allows.
 
         Raises:
             errors.InferenceError: see :func:`ocr_inference.errors.from_triton`.
@@ -140,18 +148,21 @@ class TritonClient:
         Returns:
             per item, in order: its :class:`OcrResult`, or the
             :class:`~ocr_inference.errors.InferenceError` it failed with (one bad image does
-            not fail the others). Calls another replica may answer are sent once more, like
+            not fail the others). Calls another replica may answer are sent again, like
             :meth:`infer`'s.
         """
         started = time.perf_counter()
         outcomes = self._infer_async(items, self.timeout_s, use_shared_memory=True)
-        # Once more for the calls another replica may answer (or that lost their shared-memory
-        # registration), in the time left.
-        again = [index for index, outcome in enumerate(outcomes)
-                 if isinstance(outcome, InferenceServerException)
-                 and (self._lost_registration(outcome) or _retryable(outcome))]
-        remaining = self.timeout_s - (time.perf_counter() - started)
-        if again and remaining > MIN_RETRY_S:
+        # Again for the calls another replica may answer (or that lost their shared-memory
+        # registration), while time is left.
+        for pause in RETRY_PAUSES_S:
+            again = [index for index, outcome in enumerate(outcomes)
+                     if isinstance(outcome, InferenceServerException)
+                     and (self._lost_registration(outcome) or _retryable(outcome))]
+            remaining = self.timeout_s - (time.perf_counter() - started) - pause
+            if not again or remaining <= MIN_RETRY_S:
+                break
+            time.sleep(pause)
             retried = self._infer_async([items[index] for index in again], remaining,
                                         use_shared_memory=False)
             for index, outcome in zip(again, retried):
@@ -232,16 +243,20 @@ class TritonClient:
 
     def _after_failure(self, exc: InferenceServerException, image: bytes,
                        parameters: dict, started: float) -> OcrResult:
-        """What to do after a failed call: send it once more, with the image in the message,
-        when another replica may answer it (:func:`_retryable`) or Triton lost our
-        shared-memory regions, and time is left before the deadline; otherwise raise.
+        """What to do after a failed call: send it again, with the image in the message, after
+        each pause of :data:`RETRY_PAUSES_S`, while another replica may answer it
+        (:func:`_retryable`) or Triton lost our shared-memory regions, and time is left before
+        the deadline; otherwise raise.
 
         Raises:
             errors.InferenceError: the (last) failure, mapped by :func:`errors.from_triton`.
         """
-        remaining = self.timeout_s - (time.perf_counter() - started)
-        if (self._lost_registration(exc) or _retryable(exc)) and remaining > MIN_RETRY_S:
+        for pause in RETRY_PAUSES_S:
+            remaining = self.timeout_s - (time.perf_counter() - started) - pause
+            if not (self._lost_registration(exc) or _retryable(exc)) or remaining <= MIN_RETRY_S:
+                break
             logger.warning("Triton call failed (%s), sent again", exc.status())
+            time.sleep(pause)
             try:
                 result = self._client.infer(self.model, build_inputs(image, parameters),
                                             outputs=requested_outputs(),
