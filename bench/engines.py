@@ -11,7 +11,9 @@ and at the largest long side the per-image box parity F against ``tests/data/ref
 the same requests with recognition on (the recognizer runs on the same engine), and reports the
 time Triton spends outside the detection networks per image (preprocess, postprocess, tensor
 hand-over), for the test images and for a 12 MP phone JPEG made from one of them. It writes
-``bench/results/engines-<time>.{json,md}``.
+``bench/results/engines-<time>.{json,md}``. A row that fails (its Triton does not start, say)
+is recorded as failed with the reason and the other rows are still measured; the exit status is
+then 1.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import io
 import json
 import statistics
 import time
+import traceback
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -183,8 +186,10 @@ def summarise(results: dict) -> list[dict]:
     return rows
 
 
-def markdown(rows: list[dict], results: dict, machine: str) -> str:
-    """The tables: engines side by side; recognition's cost; the time around the networks."""
+def markdown(rows: list[dict], results: dict, machine: str,
+             failed: dict[str, str] | None = None) -> str:
+    """The tables: engines side by side (a row that failed says why); recognition's cost; the
+    time around the networks."""
     def number(value, digits=3):
         return "–" if value is None else f"{value:.{digits}f}"
 
@@ -202,6 +207,9 @@ def markdown(rows: list[dict], results: dict, machine: str) -> str:
                      f"{row['p50_ms']:.0f} | {row['mean_ms']:.0f} | {speedup} | "
                      f"{number(row['worst_f'])} / {number(row['mean_f'])} | "
                      f"{number(row['hmean'])} |")
+    for name, reason in (failed or {}).items():
+        first_line = reason.splitlines()[0] if reason else ""
+        lines.append(f"| {name} | failed: {first_line} | | | | | | |")
     auto = results.get(AUTO, {})
     side = auto.get("around_long_side")
     if "latency_with_text_ms" in auto:
@@ -246,17 +254,24 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
 
     machine = describe_cpu()
-    results = {name: measure(name, rows_available[name], images, long_sides, args.repeats, work)
-               for name in args.engines.split(",")}
+    results, failed = {}, {}
+    for name in args.engines.split(","):
+        try:
+            results[name] = measure(name, rows_available[name], images, long_sides,
+                                    args.repeats, work)
+        except Exception as exc:  # noqa: BLE001 - one row that fails must not lose the others
+            failed[name] = f"{type(exc).__name__}: {exc}"
+            traceback.print_exc()
+            print(f"{name}: failed, the other rows go on (logs in {work})")
     rows = summarise(results)
-    table = markdown(rows, results, machine)
+    table = markdown(rows, results, machine, failed)
     print("\n" + table)
     (args.out / f"engines-{stamp}.json").write_text(json.dumps(
         {"machine": machine, "images": [p.name for p in paths], "repeats": args.repeats,
-         "results": results, "summary": rows}, indent=1))
+         "results": results, "failed": failed, "summary": rows}, indent=1))
     (args.out / f"engines-{stamp}.md").write_text(table)
     print(f"Wrote {args.out / f'engines-{stamp}.json'} and .md")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
