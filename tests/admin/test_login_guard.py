@@ -7,8 +7,8 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 
-from ocr_api.models import ApiKey
 from ocr_admin.lockout import lockout_advice
+from ocr_api.models import ApiKey
 
 pytestmark = pytest.mark.django_db
 PASSWORD = "right-horse-battery-staple"

@@ -6,9 +6,9 @@ window let 28-58 % over)."""
 import http.client
 import json
 import threading
+from collections import Counter
 
 import pytest
-from collections import Counter
 
 from .conftest import UNAUTHENTICATED_RATE
 

@@ -101,8 +101,8 @@ def test_a_post_over_the_connection_cap_gets_the_json_429_with_retry_after(proxi
                          b"Content-Type: image/png\r\nContent-Length: 1000\r\n\r\n\x89PNG")
             held.append(sock)
         # The upload locations used to lose the server's error pages (HTML 429, no Retry-After).
-        for request in (b"POST /api/ocr HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n"
-                        b"Connection: close\r\n\r\n", get(b"/api/health")):
+        for request in ((b"POST /api/ocr HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n"
+                         b"Connection: close\r\n\r\n"), get(b"/api/health")):
             for _ in range(50):          # until nginx has counted both held requests
                 response = raw_request(proxy.listen_port, request)
                 if response.status == 429:
@@ -119,8 +119,8 @@ def test_the_gateway_down_is_a_json_502_with_retry_after(tmp_path):
                            settings=ProxySettings()).start()
     try:
         for request in (get(b"/api/health"),
-                        b"POST /api/ocr HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\n"
-                        b"Connection: close\r\n\r\nabc"):
+                        (b"POST /api/ocr HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\n"
+                         b"Connection: close\r\n\r\nabc")):
             assert_proxy_error(raw_request(proxy.listen_port, request), 502,
                                "gateway_unavailable", retry_after="5")
     finally:

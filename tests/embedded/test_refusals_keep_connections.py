@@ -13,7 +13,6 @@ from collections import Counter
 
 import pytest
 import tritonclient.grpc as grpcclient
-
 from ocr_contract.tensors import ENSEMBLE
 
 from tests.helpers import IMAGES
