@@ -5,9 +5,12 @@ The setup is ``make serve``'s: an embedded Triton (kept running by
 (2 workers x 4 threads) on loopback, and the buffering proxy (nginx) in front; a fresh SQLite
 database. ``concurrency`` client threads (16) send requests back to back through the proxy,
 each on its own keep-alive connection, for ``minutes`` after ``warmup_s`` of the same load.
-Half are valid uploads (test images at ``long_side=640``, text read), half invalid ones, each
-with the API key: not an image (415), a truncated JPEG (400), a bad parameter (400), no image
-(400), a declared body over the limit (413), an empty body (415). Triton's response cache is
+Half are valid uploads (test images at ``long_side=640``, text read), half invalid ones: with
+the API key, not an image (415), a truncated JPEG (400), a bad parameter (400), no image (400),
+a declared body over the limit (413), a PDF of 1 MB (415, refused before its body is read), a
+21 MiB body really sent (413); and refused before authentication, a 225 KB PNG with a junk key
+and a 2 MB body without a key (401, then 429 past the address's rate). The last four are
+the uploads that once cost a neighbour a 502 (``gateway/unread_body.py``). Triton's response cache is
 off, so every valid upload runs the whole pipeline. The inference deadline
 (``TRITON_TIMEOUT_S``) is :data:`DEADLINE_S`: at this concurrency up to 8 valid uploads queue
 for Triton, and on a 2-core machine (seconds per image) the default 30 s would turn that queue
@@ -15,8 +18,9 @@ into 504s, which measures the machine rather than the leaks and errors a soak lo
 
 Prints the number of requests, the 5xx count, p50 / p99 latency, the resident memory (RSS) of
 every gunicorn worker, tritonserver and every Python-backend stub right after the warm-up and
-at the end, and the audit rows written versus the requests sent (warm-up included). The
-targets: no 5xx, memory growth under 10 % after warm-up, one audit row per request.
+at the end, the audit rows written versus the requests with the key, and the counted refusals
+versus the requests without a valid key (warm-up included). The targets: no 5xx, memory growth
+under 10 % after warm-up, one audit row per request with the key, every refusal counted.
 
     python -m bench.soak [--minutes 10] [--concurrency 16] [--warmup-s 60]
 """
@@ -61,6 +65,8 @@ class Kind:
     body: bytes
     headers: dict
     expected: int
+    #: sent with the API key: one audit row (else counted per address, RefusalCount)
+    authenticated: bool = True
 
 
 def request_kinds(key: str) -> list[Kind]:
@@ -85,6 +91,15 @@ def request_kinds(key: str) -> list[Kind]:
              400),
         Kind("over the limit", "/api/ocr", b"", {**auth, "Content-Type": "image/png",
                                                  "Content-Length": str(10**9)}, 413),
+        Kind("a PDF, 1 MB", "/api/ocr", b"%PDF-1.4\n" + bytes(10**6),
+             {**auth, "Content-Type": "application/pdf"}, 415),
+        Kind("21 MiB sent", "/api/ocr", b"\x89PNG\r\n\x1a\n" + bytes(21 * 2**20),
+             {**auth, "Content-Type": "image/png"}, 413),
+        Kind("junk key, 225 KB", "/api/ocr", (IMAGES / "korean.png").read_bytes(),
+             {"Authorization": "Api-Key junk.not-a-key", "Content-Type": "image/png"}, 401,
+             authenticated=False),
+        Kind("no key, 2 MB", "/api/ocr", b"\x89PNG\r\n\x1a\n" + bytes(2 * 10**6),
+             {"Content-Type": "image/png"}, 401, authenticated=False),
     ]
     return kinds
 
@@ -95,6 +110,7 @@ class Outcome:
     status: int
     latency_ms: float
     error: str = ""
+    authenticated: bool = True
 
 
 def _send(conn: http.client.HTTPConnection, kind: Kind) -> int:
@@ -139,7 +155,8 @@ def drive(base_port: int, kinds: list[Kind], concurrency: int, seconds: float,
                 conn.close()
                 conn = http.client.HTTPConnection("127.0.0.1", base_port,
                                                   timeout=3 * DEADLINE_S)
-            outcome = Outcome(kind.name, status, (time.perf_counter() - started) * 1e3, error)
+            outcome = Outcome(kind.name, status, (time.perf_counter() - started) * 1e3, error,
+                              kind.authenticated)
             with lock:
                 outcomes.append(outcome)
         conn.close()
@@ -169,27 +186,36 @@ def memory(roots: dict[str, int]) -> dict[tuple[str, int], int]:
     return found
 
 
-def audit_rows(database: Path) -> int:
+def recorded(database: Path) -> tuple[int, int]:
+    """``(audit rows, refusals counted before authentication)`` in the gateway's database."""
     with sqlite3.connect(database) as db:
-        return db.execute("SELECT COUNT(*) FROM ocr_api_ocrrequest").fetchone()[0]
+        rows = db.execute("SELECT COUNT(*) FROM ocr_api_ocrrequest").fetchone()[0]
+        counted = db.execute("SELECT COALESCE(SUM(count), 0) FROM ocr_api_refusalcount")
+        return rows, counted.fetchone()[0]
 
 
-def settled_audit_rows(database: Path, quiet_s: float = 3.0, timeout_s: float = 120.0) -> int:
-    """The audit rows once their count has not changed for ``quiet_s`` (a row is written
-    after its answer; a request a client gave up on may still be in a worker)."""
+def settled_records(database: Path, quiet_s: float = 3.0,
+                    timeout_s: float = 120.0) -> tuple[int, int]:
+    """:func:`recorded` once it has not changed for ``quiet_s`` (a row is written after its
+    answer; a request a client gave up on may still be in a worker)."""
     deadline = time.monotonic() + timeout_s
-    last, since = audit_rows(database), time.monotonic()
+    last, since = recorded(database), time.monotonic()
     while time.monotonic() < deadline and time.monotonic() - since < quiet_s:
         time.sleep(0.5)
-        count = audit_rows(database)
-        if count != last:
-            last, since = count, time.monotonic()
+        counts = recorded(database)
+        if counts != last:
+            last, since = counts, time.monotonic()
     return last
 
 
-def report(outcomes: list[Outcome], sent_total: int, rows: int, before: dict, after: dict,
-           minutes: float, concurrency: int) -> str:
-    """The soak's table, as Markdown."""
+def report(outcomes: list[Outcome], sent: tuple[int, int], records: tuple[int, int],
+           before: dict, after: dict, minutes: float, concurrency: int) -> str:
+    """The soak's table, as Markdown.
+
+    Args:
+        sent: requests sent with the key and without a valid one, warm-up included.
+        records: :func:`settled_records`: audit rows and counted refusals.
+    """
     statuses = Counter(o.status for o in outcomes)
     latencies = [o.latency_ms for o in outcomes]
     valid = [o.latency_ms for o in outcomes if o.kind.startswith("valid")]
@@ -227,8 +253,10 @@ def report(outcomes: list[Outcome], sent_total: int, rows: int, before: dict, af
     for (role, pid), end in sorted(after.items()):
         if (role, pid) not in before:
             lines.append(f"| {role} (new) | {pid} | | {end / 2**20:.1f} | |")
-    lines += ["", f"Audit rows: {rows}; requests sent (warm-up included): {sent_total}"
-                  f" ({'equal' if rows == sent_total else 'DIFFERENT'})."]
+    lines += ["", f"Audit rows: {records[0]}; requests sent with the key (warm-up included): "
+                  f"{sent[0]} ({'equal' if records[0] == sent[0] else 'DIFFERENT'}). Refusals "
+                  f"counted before authentication: {records[1]}; requests sent without a "
+                  f"valid key: {sent[1]} ({'equal' if records[1] == sent[1] else 'DIFFERENT'})."]
     return "\n".join(lines)
 
 
@@ -276,8 +304,10 @@ def main(argv: list[str] | None = None) -> int:
                          offset=len(warmup))
         roots["triton"] = triton.process.pid
         after = memory(roots)
-        rows = settled_audit_rows(work / "db.sqlite3")
-        table = report(outcomes, len(warmup) + len(outcomes), rows, before, after,
+        everything = warmup + outcomes
+        without_key = sum(1 for o in everything if not o.authenticated)
+        table = report(outcomes, (len(everything) - without_key, without_key),
+                       settled_records(work / "db.sqlite3"), before, after,
                        args.minutes, args.concurrency)
         if supervisor.restarts:
             table += f"\nTriton was restarted {supervisor.restarts} time(s) during the soak."

@@ -30,7 +30,12 @@ timeout = max(_env_int("GUNICORN_TIMEOUT", int(_inference_timeout_s) + 30), _tim
 # they hold; by default for as long as one inference may take. The orchestrator's grace period
 # (compose stop_grace_period, terminationGracePeriodSeconds) must be longer than this.
 graceful_timeout = _env_int("GUNICORN_GRACEFUL_TIMEOUT", _timeout_floor)
-keepalive = _env_int("GUNICORN_KEEPALIVE", 5)
+# Idle keep-alive connections cost no thread (gthread polls them). Longer than the proxy in
+# front keeps an idle connection to reuse (make serve and compose: 30 s,
+# ocr_embedded.proxy.UPSTREAM_KEEPALIVE_S; ingress-nginx: upstream-keepalive-timeout, 60 s by
+# default): gunicorn closing one just as the proxy sends a request on it would cost that
+# request a 502, since a proxy never sends a POST again.
+keepalive = _env_int("GUNICORN_KEEPALIVE", 75)
 # Recycle workers now and then so a slow leak cannot grow forever; the jitter keeps them from
 # all restarting at once. 0 disables it.
 max_requests = _env_int("GUNICORN_MAX_REQUESTS", 0)
@@ -39,8 +44,14 @@ max_requests_jitter = _env_int("GUNICORN_MAX_REQUESTS_JITTER", max_requests // 1
 # and get a healthy worker killed; containers set this to /dev/shm (a tmpfs).
 worker_tmp_dir = os.environ.get("GUNICORN_WORKER_TMP_DIR") or None
 
-# Longest header line gunicorn accepts (long Authorization or forwarded headers). The body cap
-# (OCR_MAX_UPLOAD_BYTES) is enforced by Django.
+# Header limits above the proxy's (8 KiB per request line and header line, 32 KiB of headers:
+# ocr_embedded.proxy.HEADER_BUFFER_BYTES), so the proxy refuses first, in the API's JSON shape;
+# gunicorn's own refusals are HTML. The request line at gunicorn's maximum, 8190 bytes (the
+# proxy's 8 KiB buffer less the CRLF), as many headers as gunicorn allows (32 KiB of headers
+# holds thousands of short ones), and header lines twice the proxy's. The body cap
+# (OCR_MAX_UPLOAD_BYTES) is enforced by the proxy and Django.
+limit_request_line = 8190
+limit_request_fields = 32768
 limit_request_field_size = 16384
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG", "-")
 errorlog = "-"

@@ -6,6 +6,7 @@ localhost. Production sets at least ``DJANGO_SECRET_KEY``, ``DJANGO_ALLOWED_HOST
 ``deploy/.env.example``.
 """
 
+import datetime as dt
 from pathlib import Path
 
 import environ
@@ -68,6 +69,9 @@ if env.bool("DJANGO_BEHIND_TLS_PROXY", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
+#: Admin messages live in the session, never in a cookie: a new API key is shown once through
+#: one, and the default (a signed, not encrypted, cookie first) would send it to the browser.
+MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 
 INSTALLED_APPS = [
     "ocr_admin.apps.OcrAdminSiteConfig",  # django.contrib.admin with the gateway's own pages
@@ -81,6 +85,7 @@ INSTALLED_APPS = [
     "rest_framework_api_key",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
     "ocr_api",
     "ocr_admin",
     "ocr_ops",
@@ -98,6 +103,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last (django-axes' rule): answers a locked-out sign-in with the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "gateway.urls"
@@ -132,9 +139,28 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     })
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-#: Throttling counters live here, so they must be shared by every gunicorn worker (and every
-#: replica): the default is a table in the database; ``redis://...`` also works.
-CACHES = {"default": env.cache_url("CACHE_URL", default="dbcache://ocr_cache")}
+# No cache setting: the throttling counters are rows of the database (ocr_api.throttling),
+# changed atomically there, which a cache cannot promise (Django's database cache's incr is a
+# read and a write).
+
+# --- Admin sign-in guard (django-axes) -------------------------------------------------------
+#: Sign-ins (the admin's, and the demo page's, which uses it) go through django-axes first: a
+#: failed one is recorded (admin: Axes -> Access attempts, Access failures), and after
+#: OCR_ADMIN_LOGIN_FAILURE_LIMIT failures for one user name, or from one client address, that
+#: name or address is locked out for OCR_ADMIN_LOCKOUT_MINUTES (every further failure starts
+#: the time again), right password or not: 429 and a page that says so. API keys never go
+#: through it. Unlocking: deploy/README.md.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend",
+                           "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env.int("OCR_ADMIN_LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = dt.timedelta(minutes=env.int("OCR_ADMIN_LOCKOUT_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]      # each on its own, not the pair
+#: The client's address as the API sees it (X-Forwarded-For only from OCR_TRUSTED_PROXIES):
+#: behind the proxy every sign-in would otherwise come from the proxy's address.
+AXES_CLIENT_IP_CALLABLE = "ocr_api.audit.client_ip"
+AXES_RESET_ON_SUCCESS = True               # a right password (not locked out) forgets failures
+AXES_ENABLE_ACCESS_FAILURE_LOG = True      # one row per failure, with locked_out
+AXES_LOCKOUT_CALLABLE = "ocr_admin.lockout.lockout_response"   # an admin page, 429
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -217,11 +243,19 @@ OCR_LONG_SIDE_MAX = limits.LONG_SIDE_MAX.read()
 #: Reverse proxies whose X-Forwarded-For is believed (addresses or CIDR networks).
 OCR_TRUSTED_PROXIES = env.list("OCR_TRUSTED_PROXIES", default=[])
 #: Requests without a valid API key (none, unknown, revoked, expired) one client address may
-#: send per minute; more answer 429 rate_limited, counted in the shared cache (CACHE_URL).
+#: send per minute; more answer 429 rate_limited, counted in the database (ocr_api.throttling).
 OCR_UNAUTHENTICATED_RATE_PER_MINUTE = env.int("OCR_UNAUTHENTICATED_RATE_PER_MINUTE", default=60)
 
 # Uploads up to the cap stay in memory; Django refuses bigger bodies itself.
-DATA_UPLOAD_MAX_MEMORY_SIZE = OCR_MAX_UPLOAD_BYTES + 64 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = OCR_MAX_UPLOAD_BYTES + limits.MULTIPART_SLACK_BYTES
+#: The largest body any endpoint takes (an upload limit plus multipart framing).
+OCR_LARGEST_BODY_BYTES = (max(OCR_MAX_UPLOAD_BYTES, OCR_BATCH_MAX_UPLOAD_BYTES)
+                          + limits.MULTIPART_SLACK_BYTES)
+#: The most gateway.unread_body reads and drops of a body the gateway refused unread: twice the
+#: largest it takes, because a proxy in front may pass larger bodies on so that the gateway
+#: answers their 413 itself (the Kubernetes Ingress lets 48 MiB through); make serve's and
+#: compose's nginx pass none over OCR_LARGEST_BODY_BYTES.
+OCR_UNREAD_BODY_MAX_BYTES = 2 * OCR_LARGEST_BODY_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 
 LOGGING = {

@@ -9,7 +9,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from ocr_admin.errors import admin_page_or
-from ocr_api.errors import bad_request_view, json_error_view
+from ocr_api.errors import bad_request_view, json_error_view, not_found_view
 from ocr_api.views.demo import demo_page
 
 urlpatterns = [
@@ -23,5 +23,5 @@ urlpatterns = [
 handler400 = bad_request_view
 # Under /admin/, an admin page says it (a staff user without a permission); elsewhere JSON.
 handler403 = admin_page_or(json_error_view(403, "permission_denied", "Permission denied."), 403)
-handler404 = admin_page_or(json_error_view(404, "not_found", "Not found."), 404)
+handler404 = admin_page_or(not_found_view, 404)
 handler500 = json_error_view(500, "internal_error", "Internal server error.")

@@ -145,21 +145,23 @@ def _networks(entries: tuple[str, ...]) -> list:
     return [ipaddress.ip_network(entry, strict=False) for entry in entries]
 
 
+def is_trusted_proxy(address: str | None) -> bool:
+    """``address`` is one of ``OCR_TRUSTED_PROXIES`` (addresses or CIDR networks)."""
+    try:
+        ip = ipaddress.ip_address(address or "")
+    except ValueError:
+        return False
+    return any(ip in network for network in _networks(tuple(settings.OCR_TRUSTED_PROXIES)))
+
+
 def client_ip(request) -> str | None:
     """The client's IP address.
 
     ``REMOTE_ADDR`` unless it is a trusted proxy (``OCR_TRUSTED_PROXIES``, addresses or CIDR
     networks): then the right-most ``X-Forwarded-For`` entry that is not a trusted proxy.
     """
-    trusted = _networks(tuple(settings.OCR_TRUSTED_PROXIES))
     remote = request.META.get("REMOTE_ADDR") or None
-
-    def is_trusted(address: str) -> bool:
-        try:
-            ip = ipaddress.ip_address(address)
-        except ValueError:
-            return False
-        return any(ip in network for network in trusted)
+    is_trusted = is_trusted_proxy
 
     if remote is None or not is_trusted(remote):
         return remote

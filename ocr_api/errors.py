@@ -19,6 +19,7 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import Http404, JsonResponse
 from django.http.request import split_domain_port
+from django.urls import Resolver404, resolve
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -249,6 +250,29 @@ def bad_request_view(request, exception=None):
                else "Bad request.")
     return JsonResponse(error_body(request, "malformed_request", message), status=400,
                         json_dumps_params={"separators": (",", ":")})
+
+
+def not_found_message(request) -> str:
+    """What a 404 says: the right path when the one asked for differs only by a trailing
+    slash (``/api/ocr/`` for ``/api/ocr``), otherwise where the API's paths are listed."""
+    path = request.path_info
+    shown = path if len(path) <= 200 else path[:200] + "..."
+    other = path.rstrip("/") if path.endswith("/") else path + "/"
+    if other and other != path:
+        try:
+            resolve(other)
+        except Resolver404:
+            pass
+        else:
+            return f"There is no page at {shown}: did you mean {other}?"
+    return f"There is no page at {shown}: the API's paths are listed at /api/docs."
+
+
+def not_found_view(request, exception=None):
+    """Django's ``handler404`` outside the admin: 404 ``not_found``, JSON, saying which path
+    was meant (:func:`not_found_message`)."""
+    return JsonResponse(error_body(request, "not_found", not_found_message(request)),
+                        status=404, json_dumps_params={"separators": (",", ":")})
 
 
 def json_error_view(status_code: int, code: str, message: str):

@@ -98,3 +98,50 @@ class RefusalCount(models.Model):
 
     def __str__(self):
         return f"{self.minute:%Y-%m-%d %H:%M} {self.client_ip} {self.error_code} x{self.count}"
+
+
+class RateWindow(models.Model):
+    """The last minute of one throttled sender: how many images (or requests) it sent in each
+    second, the sliding window of a per-minute limit (:mod:`ocr_api.throttling`).
+
+    Shared by every gunicorn worker and replica through the database, and changed only under
+    a lock on the row (``SELECT ... FOR UPDATE``; SQLite's write lock), so concurrent requests
+    of one sender are counted one after the other and never overshoot the limit. One row per
+    sender, at most 60 entries in ``seconds``.
+    """
+
+    sender = models.CharField(max_length=80, unique=True,
+                              help_text="'key:<key prefix>' or 'address:<client address>'.")
+    seconds = models.JSONField(default=dict, blank=True,
+                               help_text='{"<unix second>": count} of the last 60 seconds.')
+    updated = models.DateTimeField(auto_now=True, db_index=True)
+
+    class Meta:
+        verbose_name = "rate window"
+
+    def __str__(self):
+        return f"{self.sender}: {sum(self.seconds.values())} in the last minute"
+
+
+class QuotaUsage(models.Model):
+    """Images an API key has used of its daily quota on one UTC day
+    (:class:`~ocr_api.throttling.DailyQuotaThrottle`).
+
+    A request reserves its images with one conditional ``UPDATE`` (atomic: concurrent
+    requests cannot both take the last image) before it is processed; when it is answered,
+    the images that the audit log does not charge (refused before any image was looked at)
+    are given back, so the count always ends equal to the day's charged audit rows.
+    """
+
+    api_key = models.ForeignKey(ApiKey, on_delete=models.CASCADE, related_name="quota_usage")
+    day = models.DateField(help_text="The UTC day.")
+    images = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        verbose_name = "daily quota usage"
+        verbose_name_plural = "daily quota usage"
+        constraints = (models.UniqueConstraint(fields=["api_key", "day"],
+                                               name="quota_usage_unique_day"),)
+
+    def __str__(self):
+        return f"{self.api_key_id} {self.day}: {self.images}"

@@ -4,7 +4,7 @@ Used by ``python manage.py serve_embedded`` and by the test suite. The server is
 this project's own model repository, exactly like the production container; PyTriton only
 carries ``tritonserver``, ``libtritonserver``, the Python backend and the local response cache.
 
-What it takes to run that binary here (see DESIGN.md):
+What it takes to run that binary here:
 
 * the Python backend needs ``triton_python_backend_stub`` for the running Python version in
   ``backends/python/``: it is copied there from ``python_backend_stubs/<X.Y>/``;

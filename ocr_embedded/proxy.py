@@ -17,7 +17,19 @@ loopback or the container network. What the configuration written here does:
   and writes the audit row;
 - lingering close: after an answer given before the body was read, nginx reads and discards
   what the client still sends (up to 30 s) before closing, so every client (``urllib``, ``requests``, curl) reads the answer instead
-  of a connection reset.
+  of a connection reset;
+- nginx's own refusals (a malformed request, headers or URL too long, an unknown
+  ``Transfer-Encoding``, too many connections, the gateway down or too slow:
+  :data:`PROXY_REFUSALS`) answer the API's JSON error shape, with nginx's ``$request_id``,
+  which is also passed to gunicorn (``X-Request-ID``) as the id of every request it forwards;
+  gunicorn's own header limits sit above nginx's (``deploy/gunicorn.conf.py``), so nginx
+  always answers first;
+- a POST is never sent twice: nginx passes a request to the next upstream only on an error
+  before anything was sent, and never a non-idempotent one
+  (``proxy_next_upstream error timeout``, without ``non_idempotent``); gunicorn reads and
+  drops what it did not read of a refused body (``gateway.unread_body``), so a connection
+  nginx reuses is never one gunicorn is closing, and gunicorn keeps idle connections longer
+  (``GUNICORN_KEEPALIVE``) than nginx does (:data:`UPSTREAM_KEEPALIVE_S`).
 
 ``make serve`` runs Debian's nginx through :class:`BufferingProxy`; docker compose runs
 ``python -m ocr_embedded.proxy`` once to write :func:`server_config` for the nginx container.
@@ -53,6 +65,81 @@ class ProxyStartError(RuntimeError):
 def _env_int(environ: Mapping[str, str], name: str, default: int) -> int:
     value = (environ.get(name) or "").strip()
     return int(value) if value else default
+
+
+#: nginx's buffers for a request's headers (``large_client_header_buffers``): the request line
+#: and each header line must fit in one, all headers together in all of them.
+HEADER_BUFFERS = 4
+HEADER_BUFFER_BYTES = 8192
+#: Seconds nginx keeps an idle connection to gunicorn for reuse; below gunicorn's keep-alive
+#: (``GUNICORN_KEEPALIVE``), so gunicorn never closes a connection nginx is about to reuse.
+UPSTREAM_KEEPALIVE_S = 30
+#: Where nginx's own refusals are answered (internal locations, never reachable from outside).
+REFUSAL_PATH = "/.proxy-refusal/"
+#: The request-id header nginx sets (``$request_id``, 32 hex digits) on every request it passes.
+REQUEST_ID_HEADER = "X-Request-ID"
+
+
+@dataclass(frozen=True)
+class ProxyRefusal:
+    """An answer nginx gives itself, in the API's JSON error shape.
+
+    Attributes:
+        nginx_status: the status nginx refuses with (494: a header too large).
+        code: the error code of :data:`~ocr_contract.errors.ERROR_CODES`; its status is the
+            one answered.
+        message: what to do; ``{...}`` fields are filled from :class:`ProxySettings` and the
+            header limits.
+        retry_after_s: ``Retry-After`` in seconds, if any.
+    """
+
+    nginx_status: int
+    code: str
+    message: str
+    retry_after_s: int | None = None
+
+    @property
+    def status(self) -> int:
+        return ERROR_CODES[self.code]
+
+
+#: Every refusal nginx answers itself.
+PROXY_REFUSALS = (
+    ProxyRefusal(400, "malformed_request",
+                 "The request is not valid HTTP (its request line, a header, or the framing "
+                 "of its body): send a well-formed HTTP/1.1 request."),
+    ProxyRefusal(408, "request_timeout",
+                 "The request did not arrive in time: send all headers within "
+                 "{header_timeout_s} s and the body without pausing longer than "
+                 "{body_timeout_s} s."),
+    ProxyRefusal(413, "payload_too_large",
+                 "The body is larger than this URL takes (1 MiB): send images to POST "
+                 "/api/ocr or POST /api/ocr/batch."),
+    ProxyRefusal(414, "uri_too_long",
+                 "The URL is longer than {header_buffer_kib} KiB: send long parameters as "
+                 "multipart form fields instead."),
+    ProxyRefusal(494, "headers_too_large",
+                 "A request header is longer than {header_buffer_kib} KiB, the headers "
+                 "together are longer than {headers_kib} KiB, or there are more than 1000: "
+                 "send fewer and shorter headers (cookies, Authorization)."),
+    ProxyRefusal(429, "rate_limited",
+                 "Too many requests in progress from this address (at most "
+                 "{connections_per_address}): wait for one to finish.", retry_after_s=1),
+    ProxyRefusal(501, "unsupported_transfer_encoding",
+                 "The Transfer-Encoding is not supported: send the body with a "
+                 "Content-Length, or as Transfer-Encoding: chunked."),
+    ProxyRefusal(505, "unsupported_http_version",
+                 "The HTTP version is not supported: send HTTP/1.1 (or HTTP/1.0)."),
+    ProxyRefusal(502, "gateway_unavailable",
+                 "The gateway behind the proxy did not answer (it may be restarting): retry "
+                 "in a few seconds.", retry_after_s=5),
+    ProxyRefusal(503, "service_unavailable",
+                 "The service cannot take the request now: retry in a few seconds.",
+                 retry_after_s=5),
+    ProxyRefusal(504, "gateway_timeout",
+                 "The gateway did not answer within {read_timeout_s} s: retry later, or send "
+                 "a smaller image or a smaller long_side.", retry_after_s=5),
+)
 
 
 @dataclass(frozen=True)
@@ -109,6 +196,8 @@ def _proxy_headers(over_limit: bool = False) -> str:
         # (OCR_TRUSTED_PROXIES) and throttles and audits by it.
         "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;",
         'proxy_set_header Connection "";',                 # keep-alive to gunicorn
+        # nginx's id of the request (also in its own error answers): the gateway's too.
+        f"proxy_set_header {REQUEST_ID_HEADER} $request_id;",
         # Only the proxy says that a body was over the limit, never a client.
         f'proxy_set_header {limits.BODY_OVER_LIMIT_HEADER} "{"1" if over_limit else ""}";',
     ]
@@ -117,11 +206,46 @@ def _proxy_headers(over_limit: bool = False) -> str:
     return "\n        ".join(lines)
 
 
+def _error_pages(body_over_limit: bool = False, indent: int = 8) -> str:
+    """The ``error_page`` lines of a context. nginx inherits none into a location that sets
+    one, so the server and every location list them all. In the upload locations a body over
+    the limit goes to the gateway (its 413 and audit row) instead."""
+    lines = []
+    for refusal in PROXY_REFUSALS:
+        target = ("@body_over_limit" if body_over_limit and refusal.nginx_status == 413
+                  else f"{REFUSAL_PATH}{refusal.nginx_status}")
+        lines.append(f"error_page {refusal.nginx_status} = {target};")
+    return ("\n" + " " * indent).join(lines)
+
+
+def _refusal_locations(settings: ProxySettings) -> str:
+    """One internal location per :data:`PROXY_REFUSALS` entry, answering its JSON. Not a
+    named one: nginx cannot redirect a request whose line it could not read (no URI: a 400,
+    414) to a named location, and answers its HTML 500 instead."""
+    fields = {**settings.__dict__, "header_buffer_kib": HEADER_BUFFER_BYTES // 1024,
+              "headers_kib": HEADER_BUFFERS * HEADER_BUFFER_BYTES // 1024}
+    blocks = []
+    for refusal in PROXY_REFUSALS:
+        body = json.dumps({"request_id": "$request_id", "error": {
+            "code": refusal.code, "message": refusal.message.format(**fields)}})
+        assert "'" not in body and "$" not in body.replace("$request_id", "")
+        retry = (f"\n        add_header Retry-After {refusal.retry_after_s} always;"
+                 if refusal.retry_after_s else "")
+        blocks.append(f"""
+    location = {REFUSAL_PATH}{refusal.nginx_status} {{
+        internal;
+        default_type application/json;
+        add_header {REQUEST_ID_HEADER} $request_id always;{retry}
+        return {refusal.status} '{body}';
+    }}""")
+    return "".join(blocks)
+
+
 def _upload_location(path: str, limit_bytes: int) -> str:
     return f"""
     location = {path} {{
         client_max_body_size {limit_bytes + limits.MULTIPART_SLACK_BYTES};
-        error_page 413 = @body_over_limit;
+        {_error_pages(body_over_limit=True)}
         proxy_pass http://ocr_gateway;
         {_proxy_headers()}
     }}"""
@@ -135,9 +259,6 @@ def server_config(settings: ProxySettings, listen: str, upstream: str) -> str:
         listen: nginx's ``listen`` argument: ``8000``, ``127.0.0.1:8000``, ``[::]:8000``.
         upstream: gunicorn's address, ``host:port`` or ``unix:/path``.
     """
-    too_many = json.dumps({"request_id": "$request_id", "error": {
-        "code": "rate_limited", "message": "Too many connections from this address."}})
-    assert ERROR_CODES["rate_limited"] == 429
     return f"""# Written by `python -m ocr_embedded.proxy` from the gateway's settings (see its docstring):
 # change those settings, not this file.
 limit_conn_zone $binary_remote_addr zone=ocr_per_address:10m;
@@ -145,6 +266,7 @@ limit_conn_zone $binary_remote_addr zone=ocr_per_address:10m;
 upstream ocr_gateway {{
     server {upstream};
     keepalive 16;
+    keepalive_timeout {UPSTREAM_KEEPALIVE_S}s;
 }}
 
 server {{
@@ -158,7 +280,11 @@ server {{
     keepalive_timeout 15s;
     limit_conn ocr_per_address {settings.connections_per_address};
     limit_conn_status 429;
-    error_page 429 @too_many_connections;
+    # Headers: a request line or header over one buffer answers 414 or 494 (JSON, below).
+    client_header_buffer_size 1k;
+    large_client_header_buffers {HEADER_BUFFERS} {HEADER_BUFFER_BYTES // 1024}k;
+    # nginx's own refusals, in the API's JSON shape (every location repeats these lines).
+    {_error_pages(indent=4)}
 
     # Bodies: buffered whole (in memory up to 1 MiB, then a temporary file), chunked ones
     # sent on with a Content-Length. Only the upload endpoints take large ones.
@@ -169,6 +295,9 @@ server {{
     proxy_http_version 1.1;
     proxy_read_timeout {settings.read_timeout_s}s;
     proxy_send_timeout 60s;
+    # Never a POST twice: another try only on an error before the request was sent, and
+    # never for a non-idempotent one (no "non_idempotent"); nginx's default, made explicit.
+    proxy_next_upstream error timeout;
 
     # After an answer given before the body was read, read and discard the rest (for at most
     # 30 s) before closing, so the client reads the answer rather than a connection reset.
@@ -180,6 +309,7 @@ server {{
     lingering_timeout {settings.read_timeout_s}s;
 
     location / {{
+        {_error_pages()}
         proxy_pass http://ocr_gateway;
         {_proxy_headers()}
     }}
@@ -189,16 +319,12 @@ server {{
     # The gateway answers a body over the limit itself (JSON 413, audit row): the request is
     # sent on without its body, marked.
     location @body_over_limit {{
+        {_error_pages()}
         proxy_pass http://ocr_gateway;
         proxy_pass_request_body off;
         {_proxy_headers(over_limit=True)}
     }}
-
-    location @too_many_connections {{
-        default_type application/json;
-        add_header Retry-After 1 always;
-        return 429 '{too_many}';
-    }}
+{_refusal_locations(settings)}
 }}
 """
 

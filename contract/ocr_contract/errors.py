@@ -34,6 +34,15 @@ ERROR_CODES: dict[str, int] = {
     "inference_failed": 502,
     "inference_unavailable": 503,
     "inference_timeout": 504,
+    # Answered by the buffering proxy in front of the gateway (ocr_embedded/proxy.py) itself.
+    "request_timeout": 408,
+    "uri_too_long": 414,
+    "headers_too_large": 431,
+    "unsupported_transfer_encoding": 501,
+    "gateway_unavailable": 502,
+    "service_unavailable": 503,
+    "gateway_timeout": 504,
+    "unsupported_http_version": 505,
 }
 
 #: The codes a model may fail a request with (all client errors).

@@ -15,7 +15,8 @@ from .. import audit, uploads
 from ..authentication import ApiKeyAuthentication
 from ..models import ApiKey
 from ..parsers import OctetStreamParser, RawImageParser
-from ..throttling import ApiKeyRateThrottle, DailyQuotaThrottle, UnauthenticatedRateThrottle
+from ..throttling import (ApiKeyRateThrottle, DailyQuotaThrottle, UnauthenticatedRateThrottle,
+                          settle_quota)
 
 
 def result_body(result: OcrResult, image_format: str, recognized: bool) -> dict:
@@ -72,6 +73,8 @@ class OcrEndpoint(APIView):
         data = getattr(response, "data", None)
         error = (data.get("error") or {}) if isinstance(data, dict) else {}
         self.recorder.finish(response.status_code, error.get("code", ""))
+        # Quota reserved for images the audit log does not charge goes back.
+        settle_quota(self, [record.error_code for record in self.recorder.records])
         return response
 
     def initial(self, request, *args, **kwargs):

@@ -11,6 +11,7 @@ from ocr_inference.model_control import ModelControl, ModelControlError
 from ocr_inference.triton_metrics import engine_info
 
 from .. import errors
+from .base import OcrEndpoint
 
 
 class ModelStateSerializer(serializers.Serializer):
@@ -39,10 +40,12 @@ class ModelListSerializer(serializers.Serializer):
 
 class ModelsView(APIView):
     """List Triton's repository index, the CPU engines in use and the recognition languages
-    (API key required).
+    (the credentials of ``POST /api/ocr``: an API key, or a staff user's session).
 
     Triton's reasons for a model not being ready (paths, exceptions) stay out of the answer:
     operators see them in ``manage.py triton_models`` and the admin page."""
+
+    authentication_classes = OcrEndpoint.authentication_classes
 
     @extend_schema(operation_id="models", summary="Served models and versions",
                    responses={200: ModelListSerializer})

@@ -31,7 +31,8 @@ class OcrView(OcrEndpoint):
         summary="Find and read the text in an image",
         description=(
             "Send the image as multipart field `image` or as the raw body with an `image/*` "
-            f"content type. The format is sniffed from the bytes ({ACCEPTED_FORMATS_TEXT}). "
+            "content type (or `application/octet-stream`). The format is sniffed from the "
+            f"bytes ({ACCEPTED_FORMATS_TEXT}). "
             "Parameters go in the query string or as form fields. Points are in the upright "
             "(EXIF-transposed) image's pixels, clockwise from the top-left."),
         parameters=[OcrParametersSerializer],
@@ -39,6 +40,9 @@ class OcrView(OcrEndpoint):
             "multipart/form-data": {"type": "object", "properties": {
                 "image": {"type": "string", "format": "binary"}}, "required": ["image"]},
             "image/*": OpenApiTypes.BINARY,
+            # The same raw body for clients generated from the schema (openapi-python-client
+            # skips "image/*" as an unsupported content type).
+            "application/octet-stream": OpenApiTypes.BINARY,
         },
         responses={200: OpenApiResponse(OcrResponseSerializer, examples=[
             OpenApiExample("korean.png, language=ko", value=EXAMPLE_ANSWER)]),

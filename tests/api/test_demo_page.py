@@ -94,10 +94,18 @@ def test_a_key_is_judged_alone_even_with_a_staff_session():
     assert response.json()["error"]["code"] == "authentication_failed"
 
 
-def test_key_only_endpoints_stay_key_only():
+@pytest.mark.triton
+def test_models_takes_the_credentials_ocr_takes(live_triton):
     client = session_client()
     response = client.get("/api/models", **csrf_header(client))
-    assert response.status_code == 401
+    assert response.status_code == 200
+    assert "ensemble_ocr" in {model["name"] for model in response.json()["models"]}
+    # Refused the same way as on /api/ocr: 403 for a signed-in non-staff user, 401 anonymous.
+    plain = session_client(staff=False)
+    refused = plain.get("/api/models", **csrf_header(plain))
+    assert (refused.status_code, refused.json()["error"]["code"]) == (403, "permission_denied")
+    assert send(plain, **csrf_header(plain)).status_code == 403
+    assert Client().get("/api/models").status_code == 401
 
 
 @pytest.mark.triton

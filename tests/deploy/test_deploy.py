@@ -226,7 +226,7 @@ SETTINGS_SOURCES = ("gateway", "ocr_api", "ocr_admin", "ocr_ops", "ocr_inference
 #: Upper-case names in that code that are not settings: request headers (Django's META
 #: names), Django's own bootstrap variable, the tests' Chromium.
 NOT_SETTINGS = {"HTTP_X_FORWARDED_FOR", "HTTP_X_FORWARDED_PROTO", "HTTP_AUTHORIZATION",
-                "HTTP_X_API_KEY", "DJANGO_SETTINGS_MODULE",
+                "HTTP_X_API_KEY", "HTTP_X_REQUEST_ID", "DJANGO_SETTINGS_MODULE",
                 "OCR_TEST_CHROMIUM"}
 SETTING_NAME = re.compile(r"[\"']((?:OCR|TRITON|DJANGO|GUNICORN|HTTP|LOG|DATABASE|CACHE|"
                           r"PROMETHEUS|TESSDATA|METRICS)_[A-Z0-9_]+|OCR_ENGINE)[\"']")

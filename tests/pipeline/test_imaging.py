@@ -97,11 +97,39 @@ def test_la_is_composited_over_white():
 
 def test_palette_with_transparent_index_is_white_there():
     image = Image.new("P", (16, 16), 0)
-    image.putpalette([0, 0, 0, 255, 0, 0] + [0] * 762)
+    image.putpalette([0, 0, 0, 128, 0, 0] + [0] * 762)        # dark red: stays on white
     image.putpixel((4, 4), 1)
     pixels = decode_pixels(encode(image, transparency=0))
     assert tuple(pixels[0, 0]) == WHITE
-    assert tuple(pixels[4, 4]) == (255, 0, 0)
+    assert tuple(pixels[4, 4]) == (128, 0, 0)
+
+
+@pytest.mark.parametrize("name, background", [
+    ("white_font_color_transparent.png", (0, 0, 0)),
+    ("black_font_color_transparent.png", WHITE)])
+def test_text_on_a_transparent_background_is_put_on_the_contrasting_colour(name, background):
+    pixels = decode_pixels((DATA / "transparent" / name).read_bytes())
+    alpha = np.asarray(Image.open(DATA / "transparent" / name))[..., 3]
+    assert (pixels[alpha == 0] == background).all()
+    text = pixels[alpha == 255]
+    assert text.size and (np.abs(text.astype(int) - background).min(axis=1) == 255).all()
+
+
+def test_light_pixels_in_a_mostly_opaque_image_keep_a_white_background():
+    # A light photo with transparent corners (like images/example.png): still over white.
+    image = Image.new("RGBA", (20, 20), (230, 230, 230, 255))
+    for corner in ((0, 0), (19, 0), (0, 19), (19, 19)):
+        image.putpixel(corner, (0, 0, 0, 0))
+    pixels = decode_pixels(encode(image))
+    assert tuple(pixels[0, 0]) == WHITE and tuple(pixels[5, 5]) == (230, 230, 230)
+
+
+def test_light_text_on_a_transparent_background_is_put_on_black():
+    image = Image.new("RGBA", (20, 20), (255, 255, 255, 0))     # transparent white
+    for x in range(2, 18):
+        image.putpixel((x, 10), (250, 250, 210, 255))          # a light yellow stroke
+    pixels = decode_pixels(encode(image))
+    assert tuple(pixels[0, 0]) == (0, 0, 0) and tuple(pixels[10, 5]) == (250, 250, 210)
 
 
 def test_grayscale_and_bilevel_become_rgb():

@@ -2,7 +2,8 @@
 
 The steps and their order follow the reference pipeline that produced
 ``tests/data/reference/`` (see ``tests/data/SOURCES.md``): decode, EXIF transpose, composite
-any alpha over white, convert to RGB, resize so the long side equals ``long_side`` with
+any alpha over white (black under light text on a transparent background:
+:mod:`ocr_pipeline.transparency`), convert to RGB, resize so the long side equals ``long_side`` with
 bilinear interpolation (OpenCV ``INTER_LINEAR``), pad with zero pixels to a multiple of 32.
 The last step, normalising with the ImageNet mean and standard deviation, is inside CRAFT's
 graph (:func:`ocr_pipeline.onnx_edits.uint8_image_input`): the tensor stays uint8.
@@ -20,6 +21,7 @@ from ocr_contract.formats import ACCEPTED_FORMATS
 from PIL import Image, ImageCms, ImageOps
 
 from .params import PAD_MULTIPLE
+from .transparency import background_for
 
 try:  # HEIC/HEIF (phone photos) decode through the pillow-heif plugin when it is installed.
     from pillow_heif import register_heif_opener
@@ -98,7 +100,7 @@ def finish_decoding(image: Image.Image) -> Image.Image:
 
     Multi-frame files (GIF, TIFF) give their first frame. EXIF orientations 1-8 are applied,
     embedded ICC profiles are converted to sRGB, and transparency is composited over white
-    (black would hide dark text).
+    (black under light text on a transparent background, :func:`to_rgb`).
 
     Raises:
         ImageDecodeError: the pixels cannot be decoded completely.
@@ -142,6 +144,8 @@ def to_rgb(image: Image.Image) -> Image.Image:
 
     16-bit and 32-bit grayscale are scaled to 0..255 rather than clipped. An embedded ICC
     profile is converted to sRGB so colours (and CMYK separations) come out right.
+    Transparency is composited over white, or over black when it is the background of light
+    text (:func:`~ocr_pipeline.transparency.background_for`).
     """
     if image.mode in ("P", "PA", "1"):
         has_alpha = image.mode == "PA" or "transparency" in image.info
@@ -153,7 +157,8 @@ def to_rgb(image: Image.Image) -> Image.Image:
         image = _icc_to_srgb(image, icc)
     if image.mode in _ALPHA_MODES:
         rgba = image.convert("RGBA")
-        canvas = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        # White, or black under light text on a transparent background (transparency.py).
+        canvas = Image.new("RGBA", rgba.size, background_for(rgba))
         canvas.alpha_composite(rgba)
         image = canvas
     return image.convert("RGB") if image.mode != "RGB" else image
