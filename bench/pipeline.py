@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 from ocr_contract.parameters import LINK_THRESHOLD, LONG_SIDE, LOW_TEXT, TEXT_THRESHOLD
 from ocr_pipeline import boxes, imaging
-from ocr_pipeline.engines import EngineOptions, load_engine
+from ocr_pipeline.engines import EngineOptions
+from ocr_pipeline.precision import load_engine
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

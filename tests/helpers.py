@@ -11,11 +11,20 @@ from ocr_embedded.launcher import EmbeddedTriton
 DATA = Path(__file__).parent / "data"
 IMAGES = DATA / "images"
 IMAGE_NAMES = sorted(p.name for p in IMAGES.iterdir())
+#: ICDAR 2015 test images that no calibration, validation or other test set contains, with
+#: their ground truth and the reference pipeline's boxes at 1280 (tests/data/SOURCES.md).
+UNSEEN = DATA / "unseen"
+UNSEEN_NAMES = sorted(p.name for p in UNSEEN.glob("*.jpg"))
 
 
 def reference_boxes(long_side: int = 1280) -> dict:
     """``tests/data/reference/craft_boxes_<long_side>.json``: image name -> entry."""
     return json.loads((DATA / "reference" / f"craft_boxes_{long_side}.json").read_text())
+
+
+def unseen_reference() -> dict:
+    """``tests/data/unseen/reference_1280.json``: image name -> entry (as reference_boxes)."""
+    return json.loads((UNSEEN / "reference_1280.json").read_text())
 
 
 #: OpenVINO's compiled models and precision decisions, shared by every test server (and kept

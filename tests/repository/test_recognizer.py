@@ -1,4 +1,5 @@
-"""The recognizer served by Triton reads exactly what the same ONNX file reads in-process."""
+"""The recognizer served by Triton reads exactly what the same ONNX file, in the precision the
+server chose, reads in-process."""
 
 import json
 
@@ -7,7 +8,9 @@ import pytest
 import tritonclient.grpc as grpcclient
 from django.conf import settings
 
+from ocr_inference.triton_metrics import engine_info
 from ocr_pipeline import engines, imaging, recognition
+from ocr_pipeline.precision import load_engine
 from tests.helpers import DATA, IMAGES
 
 pytestmark = pytest.mark.triton
@@ -22,9 +25,17 @@ def crops(name: str) -> list[np.ndarray]:
                                                                width, height)) for b in boxes]
 
 
+def served_precision(metrics_url: str, model: str) -> str:
+    """The precision a served cpu-flavour network runs in, from its ``ocr_engine_info``
+    description (``"openvino 2026.4.1 INT8 LATENCY (auto: ...)"`` -> ``"int8"``)."""
+    words = engine_info(metrics_url)[f"{model} v1"].split()
+    return words[2].lower() if words[0] == "openvino" else "fp32"
+
+
 def test_triton_and_in_process_read_the_same_strings(triton):
     classes = recognition.load_dictionary(VERSION / "dict.txt")
-    local = engines.load_engine(str(VERSION / "model.onnx"), engines.EngineOptions())
+    precision = served_precision(triton.metrics_url, "recognizer")
+    local = load_engine(str(VERSION / "model.onnx"), engines.EngineOptions(precision=precision))
     client = grpcclient.InferenceServerClient(triton.grpc_url)
     lines = crops("english.png") + crops("idcard.png")
     served, in_process = [], []

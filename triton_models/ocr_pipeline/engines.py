@@ -5,44 +5,27 @@ Triton Python models (and the benchmark's in-process baseline) do not care which
 
 OpenVINO runs a network in one of several precisions: FP32 always; BF16 where the CPU plugin
 offers it (AVX-512 BF16 or AMX); INT8 where a quantised model sits beside the ONNX file
-(``model_int8.xml``, made by :mod:`ocr_pipeline.quantization` at box parity). Which one is
-fastest depends on the CPU and is not told by its flags: BF16 ran CRAFT 4x faster than
-onnxruntime FP32 on a Xeon with AMX, but 1.5x slower on one with AVX-512 BF16 and no AMX; INT8
-ran ~3x FP32 with AVX-512 VNNI, 1.04x with AVX2 only. So the default precision, ``auto``, is
-chosen by measurement (:func:`choose_precision`): each candidate is compiled and timed on the
-model's warm-up input, and the fastest wins, FP32 unless another is at least
-:data:`AUTO_MARGIN` faster. The decision is kept in the compiled-model cache directory, so it is
-measured once per machine, model file and OpenVINO version.
+(:mod:`ocr_pipeline.int8`, made by :mod:`ocr_pipeline.quantization`). The default, ``auto``,
+keeps a reduced precision only where it is measured faster and agrees with FP32 on a
+validation set (:mod:`ocr_pipeline.precision`).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import platform
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from .weights import sha256_of
+from .int8 import int8_path, read_int8_record
 
 logger = logging.getLogger(__name__)
 
 ENGINES = ("openvino", "onnxruntime")
 PRECISIONS = ("auto", "fp32", "bf16", "int8")
 PERFORMANCE_HINTS = ("LATENCY", "THROUGHPUT")
-#: ``auto`` keeps FP32 (the reference precision) unless another is at least this much faster.
-AUTO_MARGIN = 0.05
-#: Timed runs per candidate precision (after one untimed run); the median counts.
-AUTO_RUNS = 3
-#: The network ``manage.py quantize_models`` makes an INT8 model of (the model repository's
-#: folder name, :mod:`ocr_pipeline.quantization`); with precision ``int8`` the others run FP32.
-QUANTISED_MODEL = "craft"
-#: Version of the INT8 recipe a quantised model's record must name (ocr_pipeline.quantization).
-INT8_RECORD_VERSION = "craft-backbone-int8-1"
 
 
 #: Model-config parameter -> the environment variable that overrides it (in every model).
@@ -217,126 +200,26 @@ def _core(options: EngineOptions):
     return core
 
 
-def int8_path(onnx_path: str | Path) -> Path:
-    """Where the quantised model of ``model.onnx`` lives: ``model_int8.xml`` (+ ``.bin``)."""
-    path = Path(onnx_path)
-    return path.with_name(f"{path.stem}_int8.xml")
-
-
-def int8_record(onnx_path: str | Path) -> Path:
-    """The record of how the quantised model was made: ``model_int8.xml.sha256``."""
-    target = int8_path(onnx_path)
-    return target.with_name(target.name + ".sha256")
-
-
-def read_int8_record(onnx_path: str | Path) -> dict | None:
-    """The quantised model's record as ``{key: value}`` when the model's files and source still
-    match it; None otherwise (missing, partial, made from another ONNX or by an older recipe)."""
-    record, target = int8_record(onnx_path), int8_path(onnx_path)
-    if not (record.exists() and target.exists() and target.with_suffix(".bin").exists()):
-        return None
-    values = dict(line.split(": ", 1) for line in record.read_text().splitlines() if ": " in line)
-    current = {"xml": sha256_of(target), "bin": sha256_of(target.with_suffix(".bin")),
-               "source": sha256_of(Path(onnx_path)), "recipe": INT8_RECORD_VERSION}
-    return values if all(values.get(k) == v for k, v in current.items()) else None
-
-
-def openvino_precisions(onnx_path: str | Path, core=None) -> list[str]:
+def openvino_precisions(onnx_path: str | Path, core=None,
+                        capabilities: list[str] | None = None) -> list[str]:
     """The precisions OpenVINO can run ``onnx_path`` in here: ``fp32``; ``bf16`` when the CPU
     plugin lists BF16 among its optimisation capabilities; ``int8`` when a valid quantised model
-    exists (:func:`read_int8_record`)."""
-    import openvino as ov
+    exists (:func:`ocr_pipeline.int8.read_int8_record`).
 
-    capabilities = (core or ov.Core()).get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+    Args:
+        capabilities: the plugin's ``OPTIMIZATION_CAPABILITIES``; by default asked of the CPU
+            plugin (tests pass another CPU's list).
+    """
+    if capabilities is None:
+        import openvino as ov
+
+        capabilities = (core or ov.Core()).get_property("CPU", "OPTIMIZATION_CAPABILITIES")
     found = ["fp32"]
     if "BF16" in capabilities:
         found.append("bf16")
     if read_int8_record(onnx_path) is not None:
         found.append("int8")
     return found
-
-
-def choose_precision(onnx_path: str, options: EngineOptions,
-                     sample: dict[str, np.ndarray] | None) -> tuple[OpenVinoEngine, str]:
-    """The ``auto`` precision: the fastest candidate on ``sample``, and why.
-
-    Candidates are :func:`openvino_precisions`. With one candidate nothing is measured. Else
-    each is compiled and run once, then timed :data:`AUTO_RUNS` times on ``sample``; the median
-    decides, FP32 winning unless another is at least :data:`AUTO_MARGIN` faster. The decision
-    is stored in ``options.cache_dir`` (``precision-choices.json``) keyed by the model file, the
-    CPU, the OpenVINO version, the threads and the sample's shapes, and reused from there.
-
-    Args:
-        sample: one input of the model (its warm-up input); None: FP32 without measuring.
-
-    Returns:
-        the compiled winner and a one-line reason (``"auto: int8 812 ms, fp32 2503 ms per
-        warm-up input"``).
-    """
-    import openvino as ov
-
-    core = _core(options)
-    candidates = openvino_precisions(onnx_path, core)
-    if len(candidates) == 1 or sample is None:
-        return (OpenVinoEngine(onnx_path, options, "fp32"),
-                "auto: fp32, the only precision offered" if len(candidates) == 1
-                else "auto: fp32, no warm-up input to measure on")
-    key = "|".join([sha256_of(Path(onnx_path))[:16], _cpu_identity(), ov.__version__,
-                    str(options.threads), options.performance_hint,
-                    ",".join(f"{name}{list(array.shape)}" for name, array in sorted(sample.items())),
-                    ",".join(candidates)])
-    cached = _load_choices(options.cache_dir).get(key)
-    if cached is not None:
-        return OpenVinoEngine(onnx_path, options, cached["precision"]), cached["reason"]
-    times, engines = {}, {}
-    for precision in candidates:
-        engine = OpenVinoEngine(onnx_path, options, precision)
-        engine(sample)
-        runs = []
-        for _ in range(AUTO_RUNS):
-            started = time.perf_counter()
-            engine(sample)
-            runs.append((time.perf_counter() - started) * 1000.0)
-        times[precision], engines[precision] = sorted(runs)[len(runs) // 2], engine
-    fastest = min(times, key=times.get)
-    chosen = fastest if times[fastest] <= (1 - AUTO_MARGIN) * times["fp32"] else "fp32"
-    reason = "auto: " + ", ".join(f"{p} {times[p]:.0f} ms" for p in sorted(times, key=times.get)) \
-        + f" per warm-up input -> {chosen}"
-    _store_choice(options.cache_dir, key, {"precision": chosen, "reason": reason})
-    return engines[chosen], reason
-
-
-def _cpu_identity() -> str:
-    """The CPU model and core count (decisions measured on one CPU do not hold on another)."""
-    model = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{model} x{os.cpu_count()}"
-
-
-def _load_choices(cache_dir: str) -> dict:
-    if not cache_dir:
-        return {}
-    try:
-        return json.loads((Path(cache_dir) / "precision-choices.json").read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def _store_choice(cache_dir: str, key: str, choice: dict) -> None:
-    if not cache_dir:
-        return
-    choices = {**_load_choices(cache_dir), key: choice}
-    path = Path(cache_dir) / "precision-choices.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(f".{os.getpid()}.tmp")
-    partial.write_text(json.dumps(choices, indent=1))
-    partial.replace(path)   # atomic: several models may choose at once
 
 
 def run_grouped(engine: Engine, feeds: list[dict[str, np.ndarray]]) -> list[dict[str, np.ndarray]]:
@@ -367,35 +250,3 @@ def run_grouped(engine: Engine, feeds: list[dict[str, np.ndarray]]) -> list[dict
                           for name, value in outputs.items()}
             start += rows
     return results
-
-
-def load_engine(onnx_path: str, options: EngineOptions,
-                sample: dict[str, np.ndarray] | None = None) -> Engine:
-    """Compile ``onnx_path`` with the engine and precision ``options`` name.
-
-    Args:
-        sample: one model input to time candidates on when the precision is ``auto``
-            (:func:`choose_precision`).
-
-    Returns:
-        the engine; its ``description`` says what runs, its ``choice`` why (``auto``).
-
-    Raises:
-        FileNotFoundError: the ONNX file is missing (run ``python manage.py fetch_models``).
-        EngineConfigError: a precision this CPU or model does not offer.
-    """
-    if not os.path.exists(onnx_path):
-        raise FileNotFoundError(f"{onnx_path} not found; run `python manage.py fetch_models`")
-    if options.engine == "onnxruntime":
-        engine, choice = OnnxRuntimeEngine(onnx_path, options), ""
-    elif options.precision == "auto":
-        engine, choice = choose_precision(onnx_path, options, sample)
-    elif options.precision == "int8" and Path(onnx_path).parent.parent.name != QUANTISED_MODEL:
-        # One setting for every network: int8 means the quantised CRAFT, FP32 elsewhere.
-        engine = OpenVinoEngine(onnx_path, options, "fp32")
-        choice = f"int8 asked: only {QUANTISED_MODEL} is quantised, fp32"
-    else:
-        engine, choice = OpenVinoEngine(onnx_path, options, options.precision), ""
-    engine.choice = choice
-    logger.info("loaded %s with %s %s", onnx_path, engine.description, choice)
-    return engine

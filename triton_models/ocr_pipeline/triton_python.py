@@ -8,13 +8,16 @@ there and nowhere else. The numeric work lives in :mod:`ocr_pipeline.imaging`,
 from __future__ import annotations
 
 import json
-import os
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
 from ocr_contract.errors import encode_model_error
 
-from .engines import EngineOptions, load_engine, run_grouped, share_cpus
+from .engines import EngineOptions, run_grouped, share_cpus
+from .precision import load_engine
+from .validation import validator_for
 
 
 def model_parameters(args: dict) -> dict[str, str]:
@@ -67,9 +70,13 @@ class OnnxPythonModel:
         config = json.loads(args["model_config"])
         instances = sum(int(group.get("count", 1)) for group in config.get("instance_group", []))
         options = share_cpus(EngineOptions.from_mapping(parameters), instances)
-        onnx_path = os.path.join(args["model_repository"], args["model_version"],
-                                 parameters.get("onnx_file", "model.onnx"))
-        self.engine = load_engine(onnx_path, options, warmup_sample(config))
+        model_dir = Path(args["model_repository"])
+        version_dir = model_dir / args["model_version"]
+        onnx_path = str(version_dir / parameters.get("onnx_file", "model.onnx"))
+        fp32 = replace(options, engine="openvino", precision="fp32")
+        validator = validator_for(parameters, model_dir, version_dir,
+                                  lambda path: load_engine(str(path), fp32))
+        self.engine = load_engine(onnx_path, options, warmup_sample(config), validator)
         self.inputs = [tensor["name"] for tensor in config["input"]]
         self.outputs = [tensor["name"] for tensor in config["output"]]
         model = args["model_name"]
