@@ -61,3 +61,17 @@ bench-engines: setup
 .PHONY: soak
 soak: check-serve setup
 	$(BIN)/python -m bench.soak $(SOAK_ARGS)
+
+# make wheelhouse - every Python package the images install, as wheels in deploy/wheelhouse/,
+# for image builds that reach no package index (deploy/README.md, "Build without a registry").
+.PHONY: wheelhouse
+wheelhouse: $(STAMP)
+	$(BIN)/python deploy/wheelhouse.py
+
+# make test-containers - build the gateway and cpu Triton images from stand-in bases and the
+# wheelhouse, run the compose stack as deploy/README.md says, and check it (tests/containers/;
+# as root on Debian 12: it installs docker.io, docker-compose and mmdebstrap when missing and
+# starts a private Docker daemon). About 6 minutes on 2 cores; .ci/run runs it.
+.PHONY: test-containers
+test-containers: setup
+	tests/containers/run.sh

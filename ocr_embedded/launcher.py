@@ -7,7 +7,8 @@ carries ``tritonserver``, ``libtritonserver``, the Python backend and the local 
 What it takes to run that binary here:
 
 * the Python backend needs ``triton_python_backend_stub`` for the running Python version in
-  ``backends/python/``: it is copied there from ``python_backend_stubs/<X.Y>/``;
+  ``backends/python/``: it is copied there from ``python_backend_stubs/<X.Y>/``
+  (:func:`ocr_pipeline.tritonserver.install_python_stub`, which the cpu Triton image runs too);
 * the stub's embedded interpreter imports packages from the virtualenv whose ``bin/`` is first
   on ``PATH``, so that directory is put first;
 * the OS's ``libpython3.X.so`` must exist (Debian/Ubuntu package ``libpython3.X``).
@@ -19,9 +20,7 @@ container's start command) plus what only an embedded server needs.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -47,22 +46,20 @@ def pytriton_server_dir() -> Path:
     Raises:
         TritonStartError: nvidia-pytriton is not installed.
     """
-    spec = importlib.util.find_spec("pytriton")
-    if spec is None or not spec.submodule_search_locations:
-        raise TritonStartError("nvidia-pytriton is not installed: pip install 'nvidia-pytriton==0.7.0'")
-    return Path(list(spec.submodule_search_locations)[0]) / "tritonserver"
+    server_dir = tritonserver.pytriton_server_dir()
+    if server_dir is None:
+        raise TritonStartError("nvidia-pytriton is not installed: pip install -e "
+                               "'./triton_models[tritonserver]'")
+    return server_dir
 
 
 def install_python_stub(server_dir: Path) -> Path:
-    """Copy the Python-backend stub for this interpreter's version into ``backends/python``."""
-    version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    source = server_dir / "python_backend_stubs" / version / "triton_python_backend_stub"
-    if not source.exists():
-        raise TritonStartError(f"nvidia-pytriton has no Python-backend stub for Python {version}")
-    target = server_dir / "backends" / "python" / "triton_python_backend_stub"
-    if not target.exists() or target.stat().st_size != source.stat().st_size:
-        shutil.copy2(source, target)
-    return target
+    """:func:`ocr_pipeline.tritonserver.install_python_stub`, its failure a
+    :class:`TritonStartError`."""
+    try:
+        return tritonserver.install_python_stub(server_dir)
+    except FileNotFoundError as exc:
+        raise TritonStartError(str(exc)) from exc
 
 
 def free_port() -> int:
@@ -124,25 +121,22 @@ class EmbeddedTriton:
         return "127.0.0.1" if self.address in ("", "0.0.0.0") else self.address
 
     def command(self) -> list[str]:
-        """The ``tritonserver`` command line: the repository's own flags
-        (:func:`ocr_pipeline.tritonserver.arguments`), plus this server's id, addresses and
-        the paths inside the nvidia-pytriton wheel."""
+        """The ``tritonserver`` command line: the repository's own flags with the paths
+        inside the nvidia-pytriton wheel (:func:`ocr_pipeline.tritonserver.arguments`), plus
+        this server's id and addresses."""
         server_dir = pytriton_server_dir()
         args = [
-            str(server_dir / "bin" / "tritonserver"),
+            tritonserver.program(server_dir),
             f"--id={self.server_id}",
             *tritonserver.arguments(self.repository, self.flavour or "cpu",
                                     http_port=self.http_port, grpc_port=self.grpc_port,
                                     metrics_port=self.metrics_port,
                                     cache_bytes=self.cache_bytes, exit_timeout_s=10,
-                                    models=self.models),
-            f"--backend-directory={server_dir / 'backends'}",
+                                    models=self.models, server_dir=server_dir),
             # Loopback only: the embedded server has no authentication of its own.
             f"--http-address={self.address}", f"--grpc-address={self.address}",
             f"--metrics-address={self.address}",
         ]
-        if self.cache_bytes:
-            args.append(f"--cache-directory={server_dir / 'caches'}")
         return args + list(self.extra_args)
 
     def environment(self) -> dict[str, str]:

