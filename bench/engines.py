@@ -35,6 +35,7 @@ from ocr_pipeline.engines import openvino_precisions
 from ocr_pipeline.evaluation import DetectionScore, load_mmocr_textdet, score_image
 
 from . import triton_stats
+from .compute_floor import floor_ms
 from .load import BenchImage, percentile
 from .machine import describe_cpu
 from .modes import HttpCaller
@@ -47,6 +48,35 @@ BASELINE = "onnxruntime"
 AUTO = "openvino-auto"
 #: The networks whose compute is not "around the networks".
 NETWORKS = ("craft", "refinenet")
+#: The shape the compute floor is counted at (scaled by area to each image's padded input).
+FLOOR_SHAPE = (736, 1280)
+
+
+def per_model(steps_ms: dict[str, float], engines: dict[str, str], images: list[BenchImage],
+              long_side: int) -> list[dict]:
+    """Per model of the ensemble (mean compute ms per image): the precision it runs in and,
+    for the detection networks, the multiply-adds and the compute floor of that precision on
+    this CPU (:mod:`bench.compute_floor`), at the images' mean padded input area."""
+    from ocr_pipeline import imaging
+
+    areas = [imaging.prepare_image(image.data, long_side, keep_original=False).tensor.shape[1:3]
+             for image in images]
+    scale = statistics.mean(h * w for h, w in areas) / (FLOOR_SHAPE[0] * FLOOR_SHAPE[1])
+    shapes = {"craft": {"image": (1, *FLOOR_SHAPE, 3)},
+              "refinenet": {"y": (1, 2, FLOOR_SHAPE[0] // 2, FLOOR_SHAPE[1] // 2),
+                            "feature": (1, 32, FLOOR_SHAPE[0] // 2, FLOOR_SHAPE[1] // 2)}}
+    rows = []
+    for model, ms in sorted(steps_ms.items(), key=lambda item: -item[1]):
+        description = engines.get(f"{model} v1", "")
+        words = description.split()
+        precision = words[2].lower() if len(words) > 2 and words[0] == "openvino" else "fp32"
+        row = {"model": model, "ms": ms, "runs_as": description.split(" (")[0]}
+        if model in shapes:
+            work, floor = floor_ms(str(model_repository() / model / "1" / "model.onnx"),
+                                   shapes[model], precision)
+            row.update(gmac=work * scale, floor_ms=floor * scale if floor else None)
+        rows.append(row)
+    return rows
 
 
 def engine_rows() -> dict[str, dict[str, str]]:
@@ -157,6 +187,9 @@ def measure(name: str, environment: dict, images: list[BenchImage], long_sides: 
                 "12 MP JPEG": around_networks(client, caller(largest, False), [phone_photo()]),
                 "test images, reading text": around_networks(client, reading, images)}
             result["around_long_side"] = largest
+            result["per_model"] = per_model(
+                result["around_networks"]["test images, reading text"]["steps_ms"],
+                result["engines"], images, largest)
         return result
     finally:
         if client is not None:
@@ -227,6 +260,17 @@ def markdown(rows: list[dict], results: dict, machine: str,
             steps = ", ".join(f"{k} {v}" for k, v in sorted(entry["steps_ms"].items()))
             lines.append(f"| {label} | {entry['ensemble_ms']:.0f} | {entry['networks_ms']:.0f} | "
                          f"{entry['outside_networks_ms']:.0f} | {steps} |")
+    if "per_model" in auto:
+        lines += ["", f"Per model, text read ({AUTO}, long side {side}, mean compute per image) "
+                  "beside the compute floor of its precision on this CPU (multiply-adds over "
+                  "the vector units' peak: bench/compute_floor.py):", "",
+                  "| model | runs as | ms | GMAC | floor ms | ms / floor |",
+                  "| --- | --- | ---: | ---: | ---: | ---: |"]
+        for row in auto["per_model"]:
+            floor = row.get("floor_ms")
+            lines.append(f"| {row['model']} | {row['runs_as'] or '–'} | {row['ms']:.0f} | "
+                         f"{number(row.get('gmac'), 0)} | {number(floor, 0)} | "
+                         f"{number(row['ms'] / floor if floor else None, 1)} |")
     return "\n".join(lines) + "\n"
 
 

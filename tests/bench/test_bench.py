@@ -153,8 +153,15 @@ def test_engine_comparison_smoke_run(tmp_path, monkeypatch):
     assert {"preprocess", "craft", "refinenet", "postprocess", "recognize"} <= \
         set(around["test images"]["steps_ms"])
     assert 0 < around["test images"]["outside_networks_ms"] < around["test images"]["ensemble_ms"]
+    per_model = {row["model"]: row for row in auto["per_model"]}
+    assert {"craft", "refinenet", "recognize", "recognizer"} <= set(per_model)
+    # img_4.jpg at long side 640 is padded to 640x384: CRAFT's 335.1 GMAC at 1280x736 scaled
+    # by the area (0.261), the refiner's 107.0 likewise.
+    assert round(per_model["craft"]["gmac"]) == 87 and round(per_model["refinenet"]["gmac"]) == 28
+    assert per_model["craft"]["floor_ms"] is None or per_model["craft"]["floor_ms"] > 0
     assert " cores, flags " in report["machine"]
     table = next(tmp_path.glob("engines-*.md")).read_text()
     assert "recognition adds" in table and "12 MP JPEG" in table
+    assert "| craft | openvino " in table and "ms / floor" in table
     assert ("| no-such-engine | failed: TritonStartError: tritonserver exited with code 1. |"
             in table)

@@ -697,11 +697,18 @@ def test_triton_image_installs_ocr_pipeline_and_fetches_verified_weights():
     assert {"cpu", "quantize"} <= optional.keys()
     assert [r for r in optional["tritonserver"] if r.startswith("nvidia-pytriton")] == [
         "nvidia-pytriton==0.7.0"]
-    # cpu flavours also make the INT8 CRAFT, calibrated on the shipped test images.
+    # cpu flavours also make the INT8 networks, calibrated on the calibration set (never the
+    # test images), and carry the validation set precision auto checks them against.
+    from ocr_pipeline import quantization, validation
+
     quantize = [run for run in runs if "ocr_pipeline.quantization" in run]
     assert len(quantize) == 1
-    assert "--repository /models --images /opt/ocr/data/images" in quantize[0]
-    assert "tests/data/images /opt/ocr/data/images" in instruction_args("Dockerfile.triton", "COPY")
+    assert "--repository /models --images /opt/ocr/data/calibration" in quantize[0]
+    copies = instruction_args("Dockerfile.triton", "COPY")
+    assert f"tests/data/{quantization.DEFAULT_IMAGES.name} /opt/ocr/data/calibration" in copies
+    assert f"tests/data/{validation.DEFAULT_FOLDER.name} /opt/ocr/data/validation" in copies
+    assert f"{validation.ENVIRONMENT}=/opt/ocr/data/validation" in " ".join(
+        instruction_args("Dockerfile.triton", "ENV")).split()
     assert "COPY triton_models/repository /models" in [
         f"{k} {a}" for k, a in dockerfile("Dockerfile.triton")]
     fetch = [run for run in runs if "ocr_pipeline.weights" in run]
