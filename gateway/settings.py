@@ -236,6 +236,7 @@ OCR_MAX_UPLOAD_BYTES = limits.MAX_UPLOAD_BYTES.read()
 OCR_BATCH_MAX_IMAGES = limits.BATCH_MAX_IMAGES.read()
 OCR_BATCH_MAX_UPLOAD_BYTES = limits.BATCH_MAX_UPLOAD_BYTES.read()
 OCR_MAX_PIXELS = limits.MAX_PIXELS.read()
+OCR_MAX_PAGES = limits.MAX_PAGES.read()
 OCR_MIN_IMAGE_SIDE = limits.MIN_IMAGE_SIDE.read()
 OCR_LONG_SIDE_MIN = limits.LONG_SIDE_MIN.read()
 OCR_LONG_SIDE_MAX = limits.LONG_SIDE_MAX.read()
@@ -276,4 +277,7 @@ LOGGING = {
                     "filters": ["request_id"]},
     },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    # The searchable PDF's libraries log every font subset and glyph at INFO.
+    "loggers": {name: {"level": "WARNING"} for name in ("fontTools", "pikepdf", "fpdf",
+                                                        "ocrmypdf")},
 }

@@ -41,6 +41,7 @@ class AuditRecord:
     parameters: dict = field(default_factory=dict)
     http_status: int = 0
     error_code: str = ""
+    page_count: int = 1
     box_count: int | None = None
     char_count: int | None = None
     total_ms: float | None = None

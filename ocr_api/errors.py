@@ -98,6 +98,31 @@ class UnsupportedImageFormat(ApiError):
     default_detail = "The body is not an image in a supported format."
 
 
+class DocumentUndecodable(ApiError):
+    default_code = "document_undecodable"
+    default_detail = "The PDF is broken and cannot be read."
+
+
+class DocumentEncrypted(ApiError):
+    default_code = "document_encrypted"
+    default_detail = "The PDF is encrypted with a password; send it decrypted."
+
+
+class DocumentEmpty(ApiError):
+    default_code = "document_empty"
+    default_detail = "The PDF has no pages."
+
+
+class DocumentTooComplex(ApiError):
+    default_code = "document_too_complex"
+    default_detail = "A page of the PDF takes too long to render."
+
+
+class TooManyPages(ApiError):
+    default_code = "too_many_pages"
+    default_detail = "The document has more pages than one request reads."
+
+
 class QuotaExceeded(ApiError):
     default_code = "quota_exceeded"
     default_detail = "The key's daily quota is used up."

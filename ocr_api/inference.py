@@ -58,6 +58,27 @@ def infer_many(items: list[tuple[bytes, dict]]) -> list[OcrResult | errors.ApiEr
             for outcome in get_client().infer_many(items)]
 
 
+def infer_pages(document, parameters: dict) -> list[OcrResult]:
+    """OCR of every page of an opened document (:class:`ocr_api.documents.Document`), the
+    pages sent to Triton at once.
+
+    Raises:
+        errors.ApiError: the first page that failed, its message prefixed with the page.
+    """
+    from .documents import page_input
+
+    inputs = [page_input(document, index) for index in range(document.page_count)]
+    if len(inputs) == 1:
+        data, extra = inputs[0]
+        return [infer(data, {**parameters, **extra})]
+    outcomes = infer_many([(data, {**parameters, **extra}) for data, extra in inputs])
+    for number, outcome in enumerate(outcomes, start=1):
+        if isinstance(outcome, errors.ApiError):
+            raise type(outcome)(f"Page {number} of {len(outcomes)}: {outcome.detail}",
+                                field=outcome.field, retry_after=outcome.retry_after)
+    return outcomes
+
+
 @atexit.register
 def close_client() -> None:
     """Close this process's channel (at exit, before gRPC's module teardown)."""

@@ -28,7 +28,8 @@ class ApiKey(AbstractAPIKey):
 
 
 class OcrRequest(models.Model):
-    """One audited OCR request (one row per image), written on success and on every failure.
+    """One audited OCR request (one row per image or document, with its page count), written on
+    success and on every failure.
 
     Images and the text read in them are never stored (text is often personal data: ID cards,
     receipts): only ``char_count``, how many characters were read. Times are milliseconds;
@@ -52,6 +53,8 @@ class OcrRequest(models.Model):
     parameters = models.JSONField(default=dict, blank=True)
     http_status = models.PositiveSmallIntegerField(db_index=True)
     error_code = models.CharField(max_length=64, blank=True, db_index=True)
+    page_count = models.PositiveIntegerField(
+        default=1, help_text="Pages of the upload (1 for an image): what the quota counts.")
     box_count = models.PositiveIntegerField(null=True, blank=True)
     char_count = models.PositiveIntegerField(
         null=True, blank=True, help_text="Characters read in the image (never the text).")

@@ -1,4 +1,4 @@
-"""Request body parsers for ``POST /api/ocr``."""
+"""Request body parsers for ``POST /api/ocr``: a raw image or PDF body (multipart is DRF's)."""
 
 from rest_framework.parsers import BaseParser
 
@@ -19,3 +19,9 @@ class OctetStreamParser(RawImageParser):
     """A raw image body sent as ``application/octet-stream``."""
 
     media_type = "application/octet-stream"
+
+
+class PdfParser(RawImageParser):
+    """A raw PDF body (``application/pdf``); like an image, sniffed from the bytes later."""
+
+    media_type = "application/pdf"

@@ -142,11 +142,14 @@ class ImageSerializer(serializers.Serializer):
     format = serializers.CharField(help_text="Format sniffed from the bytes, e.g. JPEG.")
 
 
-class BoxSerializer(serializers.Serializer):
-    points = serializers.ListField(
+def _points(help_text: str) -> serializers.ListField:
+    return serializers.ListField(
         child=serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2),
-        min_length=4, max_length=4,
-        help_text="4 corners [x, y] in original-image pixels, clockwise from the top-left.")
+        min_length=4, max_length=4, help_text=help_text)
+
+
+class BoxSerializer(serializers.Serializer):
+    points = _points("4 corners [x, y] in the page's pixels, clockwise from the top-left.")
     score = serializers.FloatField(help_text="Peak region score of the word, 0..1.")
     text = serializers.CharField(required=False,
                                  help_text="The text read in the box (absent with recognize=false).")
@@ -154,21 +157,80 @@ class BoxSerializer(serializers.Serializer):
                                         help_text="Confidence of the text, 0..1.")
 
 
-class TimingSerializer(serializers.Serializer):
-    total = serializers.FloatField(help_text="Time in the gateway, milliseconds.")
-    inference = serializers.FloatField(help_text="Time of the Triton call, milliseconds.")
+class LineSerializer(serializers.Serializer):
+    points = _points("The line's rectangle (the smallest around its boxes), clockwise from the "
+                     "top-left.")
+    boxes = serializers.ListField(child=serializers.IntegerField(),
+                                  help_text="Indices in `boxes` of the line's words, in order.")
+    text = serializers.CharField(required=False, allow_blank=True,
+                                 help_text="Its words joined by spaces (absent with "
+                                           "recognize=false).")
 
 
-class OcrResponseSerializer(serializers.Serializer):
-    request_id = serializers.CharField()
+class ParagraphSerializer(serializers.Serializer):
+    points = _points("The axis-aligned rectangle around the paragraph's lines.")
+    lines = serializers.ListField(child=serializers.IntegerField(),
+                                  help_text="Indices in `lines` of the paragraph's lines.")
+    text = serializers.CharField(required=False, allow_blank=True,
+                                 help_text="Its lines joined by newlines (absent with "
+                                           "recognize=false).")
+
+
+_TEXT_HELP = ("The whole text in reading order: boxes grouped into lines, lines top to bottom, "
+              "boxes left to right; a line's texts joined by a space, lines by a newline "
+              "(absent with recognize=false).")
+
+
+class PageContentSerializer(serializers.Serializer):
+    """What is read on one page (an image is one page)."""
+
+    text = serializers.CharField(required=False, allow_blank=True, help_text=_TEXT_HELP)
+    boxes = BoxSerializer(many=True)
+    lines = LineSerializer(many=True, help_text="The lines `text` is made of, in reading "
+                                                "order.")
+    paragraphs = ParagraphSerializer(
+        many=True, help_text="Lines grouped by layout (gap, alignment, size: "
+                             "ocr_pipeline.reading_order), in reading order.")
+
+
+class PageSerializer(PageContentSerializer):
+    page = serializers.IntegerField(help_text="Page number, from 1.")
+    width = serializers.IntegerField(help_text="Width of the page as read, pixels (a PDF page "
+                                               "rendered at OCR_PDF_DPI).")
+    height = serializers.IntegerField(help_text="Height of the page as read, pixels.")
+    model = ModelSerializer(required=False, help_text="Only when another version than the "
+                                                      "answer's read this page.")
+
+
+class DocumentSerializer(serializers.Serializer):
+    format = serializers.CharField(help_text="PDF or TIFF.")
+    pages = serializers.IntegerField(help_text="Pages in the document.")
+
+
+class OcrAnswerSerializer(PageContentSerializer):
+    """The answer for one upload: an image's content at the top level (with ``image``), or a
+    document's ``pages`` (with ``document`` and the whole ``text``)."""
+
     model = ModelSerializer()
-    image = ImageSerializer()
+    image = ImageSerializer(required=False, help_text="For an image.")
+    document = DocumentSerializer(required=False, help_text="For a PDF or multi-page TIFF.")
     text = serializers.CharField(
         required=False, allow_blank=True,
-        help_text="The whole text in reading order: boxes grouped into lines, lines top to "
-                  "bottom, boxes left to right; a line's texts joined by a space, lines by a "
-                  "newline (absent with recognize=false).")
-    boxes = BoxSerializer(many=True)
+        help_text=_TEXT_HELP + " For a document: every page's text, joined by a form feed.")
+    boxes = BoxSerializer(many=True, required=False, help_text="For an image.")
+    lines = LineSerializer(many=True, required=False, help_text="For an image.")
+    paragraphs = ParagraphSerializer(many=True, required=False, help_text="For an image.")
+    pages = PageSerializer(many=True, required=False, help_text="For a document, in order.")
+
+
+class TimingSerializer(serializers.Serializer):
+    total = serializers.FloatField(help_text="Time in the gateway, milliseconds.")
+    inference = serializers.FloatField(help_text="Time of the Triton call (the slowest page's), "
+                                                 "milliseconds.")
+
+
+class OcrResponseSerializer(OcrAnswerSerializer):
+    request_id = serializers.CharField()
     timing_ms = TimingSerializer()
 
 

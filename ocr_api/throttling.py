@@ -15,8 +15,9 @@ back: concurrent requests all read the same window and all pass (DRF issues #518
 #8127; measured here: 77-95 answered before the first 429 for a limit of 60).
 
 Limits are read from the :class:`~ocr_api.models.ApiKey` row on every request, so edits in
-Django admin apply at once. Views that take several images in one request set
-``throttle_cost(request) -> int``; otherwise a request costs one image.
+Django admin apply at once. A page of a PDF or multi-page TIFF counts as one image. Views that
+take several images or pages in one request set ``throttle_cost(request) -> int``; otherwise a
+request costs one image.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import time
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, Sum
 from django.utils import timezone
 from rest_framework.throttling import BaseThrottle
 
@@ -134,12 +135,13 @@ def _utc_day(now: dt.datetime) -> tuple[dt.date, float]:
 
 
 def charged_today(api_key: ApiKey, day: dt.date) -> int:
-    """Images the audit log charges ``api_key`` on the UTC ``day``: every row but those
-    refused before any image was looked at (:data:`NOT_CHARGED`)."""
+    """Images the audit log charges ``api_key`` on the UTC ``day``: the pages of every row (an
+    image is one page) but those refused before any image was looked at (:data:`NOT_CHARGED`)."""
     start = dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC)
     return (OcrRequest.objects.filter(api_key=api_key, created__gte=start,
                                       created__lt=start + dt.timedelta(days=1))
-            .exclude(error_code__in=NOT_CHARGED).count())
+            .exclude(error_code__in=NOT_CHARGED)
+            .aggregate(pages=Sum("page_count"))["pages"] or 0)
 
 
 def _reserve(api_key: ApiKey, day: dt.date, cost: int) -> bool:
@@ -192,19 +194,19 @@ class DailyQuotaThrottle(BaseThrottle):
         return True
 
 
-def settle_quota(view, error_codes: list[str]) -> None:
+def settle_quota(view, rows: list[tuple[str, int]]) -> None:
     """Give back the images of a reservation that the audit log does not charge.
 
     Args:
         view: the view :class:`DailyQuotaThrottle` stored ``quota_reservation`` on (nothing
             to do without one).
-        error_codes: the error code ("" for success) of every audit row the request wrote.
+        rows: ``(error code, pages)`` of every audit row the request wrote ("" for success).
     """
     reservation = getattr(view, "quota_reservation", None)
     if reservation is None:
         return
     api_key, day, cost = reservation
-    charged = sum(1 for code in error_codes if code not in NOT_CHARGED)
+    charged = sum(pages for code, pages in rows if code not in NOT_CHARGED)
     refund = cost - min(cost, charged)
     if refund:
         QuotaUsage.objects.filter(api_key=api_key, day=day).update(images=F("images") - refund)

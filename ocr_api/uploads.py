@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from ocr_contract.limits import BODY_OVER_LIMIT_HEADER, MULTIPART_SLACK_BYTES
+from rest_framework.settings import api_settings
 
 from . import errors
 from .serializers import OcrParametersSerializer
@@ -83,12 +84,14 @@ def parameters(request, file_fields: tuple[str, ...] = ("image",)) -> dict:
             twice (in the query string, the form, or both).
     """
     raw: dict[str, str] = {}
+    # ?format= picks the output format (DRF's content negotiation), not an OCR parameter.
+    skipped = {*file_fields, api_settings.URL_FORMAT_OVERRIDE}
     sources = [request.query_params]
     if not isinstance(request.data, bytes):
         sources.append(request.data)
     for source in sources:
         for key in source:
-            if key in file_fields:
+            if key in skipped:
                 continue
             values = source.getlist(key)
             if key in raw or len(values) != 1:

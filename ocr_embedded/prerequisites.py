@@ -99,6 +99,9 @@ def missing(purpose: str, environ=os.environ) -> tuple[list[str], list[str]]:
         if shutil.which("ss") is None:
             problems.append("`ss` is missing (the benchmark smoke test reads TCP counters)")
             fixes.append("iproute2")
+        if shutil.which("pdftotext") is None:
+            problems.append("`pdftotext` is missing (the searchable-PDF tests read it back)")
+            fixes.append("poppler-utils")
     return problems, fixes
 
 
@@ -108,7 +111,7 @@ def packages(purpose: str) -> list[str]:
     names = [_libpython_package()]
     names += [languages.debian_package(name) for name in languages.TESSERACT_TRAINEDDATA]
     names.append("nginx")
-    return names + (["chromium", "iproute2"] if purpose == "test" else [])
+    return names + (["chromium", "iproute2", "poppler-utils"] if purpose == "test" else [])
 
 
 def main(argv: list[str] | None = None) -> int:

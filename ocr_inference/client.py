@@ -19,7 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import tritonclient.grpc as grpcclient
-from ocr_contract.tensors import BOXES, ENSEMBLE, IMAGE_SIZE, SCORES, TEXT, TEXT_SCORES, TEXTS
+from ocr_contract.tensors import (BOXES, ENSEMBLE, IMAGE_SIZE, LINE_BOXES, LINE_OF_BOX,
+                                  PARAGRAPH_OF_LINE, READING_ORDER, SCORES, TEXT, TEXT_SCORES,
+                                  TEXTS)
 from tritonclient.utils import InferenceServerException
 
 from . import errors, targets
@@ -71,6 +73,10 @@ class OcrResult:
         texts: the text read in each box (empty when recognition was not asked for).
         text_scores: float32 ``[N]`` confidence of each text, 0..1 (empty likewise).
         text: the whole text in reading order, lines joined by newlines.
+        reading_order: int32 ``[N]`` box indices in reading order.
+        line_of_box: int32 ``[N]`` each box's line (0-based, reading order).
+        line_boxes: float32 ``[L, 4, 2]`` each line's rectangle, original-image pixels.
+        paragraph_of_line: int32 ``[L]`` each line's paragraph (0-based).
     """
 
     boxes: np.ndarray
@@ -83,6 +89,10 @@ class OcrResult:
     texts: list[str]
     text_scores: np.ndarray
     text: str
+    reading_order: np.ndarray
+    line_of_box: np.ndarray
+    line_boxes: np.ndarray
+    paragraph_of_line: np.ndarray
 
 
 class TritonClient:
@@ -290,17 +300,27 @@ class TritonClient:
             texts = [bytes(t).decode("utf-8") for t in result.as_numpy(TEXTS.name).reshape(-1)]
             text_scores = result.as_numpy(TEXT_SCORES.name).reshape(-1)
             text = bytes(result.as_numpy(TEXT.name).reshape(-1)[0]).decode("utf-8")
+            order = result.as_numpy(READING_ORDER.name).reshape(-1)
+            line_of_box = result.as_numpy(LINE_OF_BOX.name).reshape(-1)
+            line_boxes = result.as_numpy(LINE_BOXES.name).reshape(-1, 4, 2)
+            paragraphs = result.as_numpy(PARAGRAPH_OF_LINE.name).reshape(-1)
             if len(boxes) != len(scores) or len(texts) not in (0, len(boxes)) \
-                    or len(text_scores) != len(texts):
+                    or len(text_scores) != len(texts) or len(order) != len(boxes) \
+                    or len(line_of_box) != len(boxes) or len(paragraphs) != len(line_boxes) \
+                    or sorted(order.tolist()) != list(range(len(boxes))) \
+                    or (len(boxes) and not 0 <= line_of_box.min() <= line_of_box.max()
+                        < len(line_boxes)):
                 raise ValueError(f"{len(boxes)} boxes, {len(scores)} scores, {len(texts)} "
-                                 f"texts, {len(text_scores)} text scores")
+                                 f"texts, {len(text_scores)} text scores, {len(order)} in the "
+                                 f"reading order, {len(line_boxes)} lines")
         except (TypeError, ValueError, AttributeError, IndexError) as exc:
             logger.error("malformed answer from %s: %s", response.model_name, exc)
             raise errors.InferenceFailed(f"malformed answer: {exc}") from exc
         return OcrResult(boxes=boxes, scores=scores, width=width, height=height,
                          model_name=response.model_name, model_version=response.model_version,
                          inference_ms=elapsed_ms, texts=texts, text_scores=text_scores,
-                         text=text)
+                         text=text, reading_order=order, line_of_box=line_of_box,
+                         line_boxes=line_boxes, paragraph_of_line=paragraphs)
 
     # -- health ----------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import tritonclient.grpc as grpcclient
 from ocr_contract.parameters import BY_NAME
-from ocr_contract.tensors import IMAGE_BYTES, OUTPUTS
+from ocr_contract.tensors import IMAGE_BYTES, OUTPUTS, PAGE
 from tritonclient.utils import triton_to_np_dtype
 
 
@@ -30,7 +30,9 @@ def parameter_inputs(parameters: dict) -> list[grpcclient.InferInput]:
     """One ``[1]`` input per parameter that is set (None or absent: the model's default).
 
     Args:
-        parameters: ``{API name: value}``; text values are sent UTF-8 encoded.
+        parameters: ``{API name: value}``; text values are sent UTF-8 encoded. The key
+            ``"PAGE"`` (:data:`ocr_contract.tensors.PAGE`, never a client parameter) picks the
+            page of a multi-page file.
 
     Raises:
         KeyError: a name that is not a parameter of :mod:`ocr_contract.parameters`.
@@ -38,6 +40,11 @@ def parameter_inputs(parameters: dict) -> list[grpcclient.InferInput]:
     inputs = []
     for name, value in parameters.items():
         if value is None:
+            continue
+        if name == PAGE.name:
+            tensor = grpcclient.InferInput(PAGE.name, list(PAGE.dims), PAGE.dtype)
+            tensor.set_data_from_numpy(np.array([value], dtype=np.int32))
+            inputs.append(tensor)
             continue
         parameter = BY_NAME[name]
         tensor = grpcclient.InferInput(parameter.tensor, [1], parameter.dtype)

@@ -19,6 +19,10 @@ ERROR_CODES: dict[str, int] = {
     "malformed_request": 400,
     "image_undecodable": 400,
     "image_too_small": 400,
+    "document_undecodable": 400,
+    "document_encrypted": 400,
+    "document_empty": 400,
+    "document_too_complex": 400,
     "not_authenticated": 401,
     "authentication_failed": 401,
     "permission_denied": 403,
@@ -27,6 +31,7 @@ ERROR_CODES: dict[str, int] = {
     "not_acceptable": 406,
     "payload_too_large": 413,
     "image_too_large": 413,
+    "too_many_pages": 413,
     "unsupported_media_type": 415,
     "rate_limited": 429,
     "quota_exceeded": 429,
@@ -49,7 +54,10 @@ ERROR_CODES: dict[str, int] = {
 IMAGE_UNDECODABLE = "image_undecodable"
 IMAGE_TOO_LARGE = "image_too_large"
 INVALID_PARAMETER = "invalid_parameter"
-MODEL_ERROR_CODES = (IMAGE_UNDECODABLE, IMAGE_TOO_LARGE, INVALID_PARAMETER)
+DOCUMENT_UNDECODABLE = "document_undecodable"
+DOCUMENT_TOO_COMPLEX = "document_too_complex"
+MODEL_ERROR_CODES = (IMAGE_UNDECODABLE, IMAGE_TOO_LARGE, INVALID_PARAMETER,
+                     DOCUMENT_UNDECODABLE, DOCUMENT_TOO_COMPLEX)
 
 #: Starts the JSON object inside a model's error message (Triton may put text around it).
 _MARKER = "ocr-error:"

@@ -60,6 +60,17 @@ MIN_IMAGE_SIDE = Limit("OCR_MIN_IMAGE_SIDE", 8, "pixels",
 LONG_SIDE_MIN = Limit("OCR_LONG_SIDE_MIN", 64, "pixels", "smallest long_side a request may ask")
 LONG_SIDE_MAX = Limit("OCR_LONG_SIDE_MAX", 2560, "pixels", "largest long_side a request may ask")
 
+#: Pages of a PDF or multi-page TIFF read in one request (more go to a job); counted from the
+#: document's structure before anything is rendered.
+MAX_PAGES = Limit("OCR_MAX_PAGES", 10, "pages",
+                  "most pages of a document POST /api/ocr reads (longer ones: POST /api/jobs)")
+#: Resolution PDF pages are rendered at (a 10 pt line is then ~28 pixels high before the
+#: detector's resize); lowered for a page that would exceed OCR_MAX_PIXELS.
+PDF_DPI = Limit("OCR_PDF_DPI", 200, "dots per inch", "resolution PDF pages are rendered at")
+#: Most time one PDF page may take to render, checked between PDFium's drawing steps.
+PDF_RENDER_TIMEOUT_MS = Limit("OCR_PDF_RENDER_TIMEOUT_MS", 10_000, "milliseconds",
+                              "most time one PDF page may take to render")
+
 #: Multipart framing (boundaries, part headers) a body may carry on top of its images' bytes.
 MULTIPART_SLACK_BYTES = 64 * 1024
 #: Set by the buffering proxy in front of the gateway (:mod:`ocr_embedded.proxy`) on the
@@ -69,4 +80,5 @@ BODY_OVER_LIMIT_HEADER = "X-OCR-Body-Over-Limit"
 
 #: Every limit, in documentation order.
 LIMITS = (MAX_UPLOAD_BYTES, BATCH_MAX_IMAGES, BATCH_MAX_UPLOAD_BYTES, MAX_PIXELS,
-          MIN_IMAGE_SIDE, LONG_SIDE_MIN, LONG_SIDE_MAX)
+          MIN_IMAGE_SIDE, LONG_SIDE_MIN, LONG_SIDE_MAX, MAX_PAGES, PDF_DPI,
+          PDF_RENDER_TIMEOUT_MS)

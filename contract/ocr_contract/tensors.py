@@ -35,6 +35,10 @@ class Tensor:
 #: (numpy's fixed-width bytes would drop trailing NUL bytes and corrupt the file).
 IMAGE_BYTES = Tensor("IMAGE_BYTES", "BYTES", (1,), "the encoded image file")
 
+#: Which page of a multi-page file to read (a TIFF's frame; 0 for an image, and for a PDF, which
+#: the gateway sends one page at a time); absent means 0. Not a client parameter.
+PAGE = Tensor("PAGE", "INT32", (1,), "0-based page of a multi-page file")
+
 BOXES = Tensor("BOXES", "FP32", (-1, 4, 2),
                "corners (x, y) in upright original-image pixels, clockwise from the top-left")
 SCORES = Tensor("SCORES", "FP32", (-1,), "peak region score of each box, 0..1")
@@ -46,5 +50,17 @@ TEXT = Tensor("TEXT", "BYTES", (1,),
               "the whole text in reading order: a line's words joined by spaces, lines by "
               "newlines (empty when RECOGNIZE is false)")
 
+READING_ORDER = Tensor("READING_ORDER", "INT32", (-1,),
+                       "box indices in reading order: lines in order, each line's boxes in "
+                       "order (ocr_pipeline.reading_order)")
+LINE_OF_BOX = Tensor("LINE_OF_BOX", "INT32", (-1,),
+                     "the line (0-based, reading order) of each box, in BOXES order")
+LINE_BOXES = Tensor("LINE_BOXES", "FP32", (-1, 4, 2),
+                    "each line's polygon: the minimum-area rectangle of its boxes, corners "
+                    "clockwise from the top-left, original-image pixels")
+PARAGRAPH_OF_LINE = Tensor("PARAGRAPH_OF_LINE", "INT32", (-1,),
+                           "the paragraph (0-based, reading order) of each line")
+
 #: The outputs the gateway requests, in order.
-OUTPUTS = (BOXES, SCORES, IMAGE_SIZE, TEXTS, TEXT_SCORES, TEXT)
+OUTPUTS = (BOXES, SCORES, IMAGE_SIZE, TEXTS, TEXT_SCORES, TEXT, READING_ORDER, LINE_OF_BOX,
+           LINE_BOXES, PARAGRAPH_OF_LINE)

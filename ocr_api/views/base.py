@@ -14,34 +14,20 @@ from rest_framework.views import APIView
 from .. import audit, uploads
 from ..authentication import ApiKeyAuthentication
 from ..models import ApiKey
-from ..parsers import OctetStreamParser, RawImageParser
+from ..parsers import OctetStreamParser, PdfParser, RawImageParser
 from ..throttling import (ApiKeyRateThrottle, DailyQuotaThrottle, UnauthenticatedRateThrottle,
                           settle_quota)
 
 
-def result_body(result: OcrResult, image_format: str, recognized: bool) -> dict:
-    """What an answer says about one image: the model, the image, the whole text (when it was
-    read) and the boxes. Points are rounded to 0.1 px, scores to 4 decimals."""
-    boxes = [{"points": [[round(float(x), 1), round(float(y), 1)] for x, y in box],
-              "score": round(float(score), 4)}
-             for box, score in zip(result.boxes, result.scores)]
-    body = {"model": {"name": result.model_name, "version": result.model_version},
-            "image": {"width": result.width, "height": result.height, "format": image_format}}
-    if recognized:
-        for box, text, score in zip(boxes, result.texts, result.text_scores):
-            box["text"], box["text_score"] = text, round(float(score), 4)
-        body["text"] = result.text
-    body["boxes"] = boxes
-    return body
-
-
-def record_result(record: audit.AuditRecord, result: OcrResult) -> None:
-    """Copy what Triton answered into an audit record: sizes and counts, never the text."""
-    record.width, record.height = result.width, result.height
-    record.box_count = len(result.boxes)
-    record.char_count = sum(len(text) for text in result.texts)
-    record.inference_ms = result.inference_ms
-    record.model_name, record.model_version = result.model_name, result.model_version
+def record_results(record: audit.AuditRecord, results: list[OcrResult]) -> None:
+    """Copy what Triton answered for an upload's pages into its audit record: sizes and
+    counts, never the text."""
+    first = results[0]
+    record.width, record.height = first.width, first.height
+    record.box_count = sum(len(result.boxes) for result in results)
+    record.char_count = sum(len(text) for result in results for text in result.texts)
+    record.inference_ms = max(result.inference_ms for result in results)
+    record.model_name, record.model_version = first.model_name, first.model_version
 
 
 class OcrEndpoint(APIView):
@@ -58,12 +44,12 @@ class OcrEndpoint(APIView):
 
     endpoint = "ocr"
     #: What the endpoint reads, for the 415 of a content type no parser takes.
-    upload_help = (f"send the image as multipart/form-data field 'image', or as the raw body "
-                   f"with its image/* content type (or application/octet-stream); formats: "
-                   f"{ACCEPTED_FORMATS_TEXT}.")
+    upload_help = (f"send the image or PDF as multipart/form-data field 'image', or as the raw "
+                   f"body with its image/* or application/pdf content type (or "
+                   f"application/octet-stream); formats: {ACCEPTED_FORMATS_TEXT}.")
     # API key first (its challenge answers anonymous 401s); a staff session for the demo page.
     authentication_classes = [ApiKeyAuthentication, SessionAuthentication]
-    parser_classes = [MultiPartParser, RawImageParser, OctetStreamParser]
+    parser_classes = [MultiPartParser, RawImageParser, PdfParser, OctetStreamParser]
     # Quota first: it raises at once, and a refused image must not enter the rate window.
     throttle_classes = [DailyQuotaThrottle, ApiKeyRateThrottle]
 
@@ -74,7 +60,8 @@ class OcrEndpoint(APIView):
         error = (data.get("error") or {}) if isinstance(data, dict) else {}
         self.recorder.finish(response.status_code, error.get("code", ""))
         # Quota reserved for images the audit log does not charge goes back.
-        settle_quota(self, [record.error_code for record in self.recorder.records])
+        settle_quota(self, [(record.error_code, record.page_count)
+                            for record in self.recorder.records])
         return response
 
     def initial(self, request, *args, **kwargs):

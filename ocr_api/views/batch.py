@@ -11,21 +11,17 @@ from rest_framework.response import Response
 from ocr_contract.parameters import RECOGNIZE
 from ocr_inference.client import OcrResult
 
-from .. import errors, inference, uploads
-from ..image_probe import probe_image
-from ..serializers import (BoxSerializer, ErrorDetailSerializer, ImageSerializer,
-                           ModelSerializer, OcrParametersSerializer, error_responses)
-from .base import OcrEndpoint, record_result, result_body
+from .. import documents, errors, inference, uploads
+from ..serializers import (ErrorDetailSerializer, OcrAnswerSerializer, OcrParametersSerializer,
+                           error_responses)
+from .base import OcrEndpoint, record_results
 
 
-class BatchItemSerializer(serializers.Serializer):
-    index = serializers.IntegerField(help_text="Position of the image in the request, from 0.")
-    status = serializers.IntegerField(help_text="HTTP status this image alone would get.")
-    model = ModelSerializer(required=False)
-    image = ImageSerializer(required=False)
-    text = serializers.CharField(required=False, allow_blank=True,
-                                 help_text="The whole text in reading order.")
-    boxes = BoxSerializer(many=True, required=False)
+class BatchItemSerializer(OcrAnswerSerializer):
+    """One upload's outcome: its answer (as ``POST /api/ocr`` gives it) or its error."""
+
+    index = serializers.IntegerField(help_text="Position of the upload in the request, from 0.")
+    status = serializers.IntegerField(help_text="HTTP status this upload alone would get.")
     inference_ms = serializers.FloatField(required=False)
     error = ErrorDetailSerializer(required=False)
 
@@ -48,7 +44,7 @@ class OcrBatchView(OcrEndpoint):
     endpoint = "ocr_batch"
     parser_classes = [MultiPartParser]
     upload_help = ("send the images as multipart/form-data, each in a field 'images' "
-                   "(one image alone can also go to /api/ocr as the raw body).")
+                   "(one image or PDF alone can also go to /api/ocr as the raw body).")
 
     def check_request_size(self, request) -> None:
         """Refuse an oversized body from its header, then a batch with no or too many images,
@@ -71,8 +67,24 @@ class OcrBatchView(OcrEndpoint):
             raise errors.PayloadTooLarge(f"The images are {total} bytes together; the limit is "
                                          f"{settings.OCR_BATCH_MAX_UPLOAD_BYTES}.")
 
+    def opened(self, request) -> list:
+        """Each upload opened once (:func:`ocr_api.documents.open_document`): its document, or
+        the API error that refuses it."""
+        if not hasattr(self, "_opened"):
+            self._opened = []
+            for upload in request.FILES.getlist("images"):
+                try:
+                    uploads.check_image_size(upload.size)
+                    self._opened.append(documents.open_document(upload.read(),
+                                                                settings.OCR_MAX_PAGES))
+                except errors.ApiError as error:
+                    self._opened.append(error)
+        return self._opened
+
     def throttle_cost(self, request) -> int:
-        return len(request.FILES.getlist("images"))
+        """Every page counts as an image; an upload that is refused counts one."""
+        return sum(item.page_count if isinstance(item, documents.Document) else 1
+                   for item in self.opened(request))
 
     @extend_schema(
         operation_id="ocr_batch",
@@ -89,33 +101,39 @@ class OcrBatchView(OcrEndpoint):
         parameters = uploads.parameters(request, file_fields=("images",))
 
         results: list[dict] = []
-        pending: list[tuple[int, bytes, object]] = []    # (index, bytes, ImageInfo)
-        for index, upload in enumerate(files):
+        pending: list[tuple[int, documents.Document]] = []
+        for index, (upload, opened) in enumerate(zip(files, self.opened(request))):
             record = self.recorder.new_record()
             record.bytes_received, record.parameters = upload.size, parameters
-            try:
-                uploads.check_image_size(upload.size)
-                data = upload.read()
-                info = probe_image(data, settings.OCR_MAX_PIXELS, settings.OCR_MIN_IMAGE_SIDE)
-            except errors.ApiError as error:
-                results.append(self._failed(index, record, error))
+            if isinstance(opened, errors.ApiError):
+                results.append(self._failed(index, record, opened))
                 continue
-            record.image_format, record.width, record.height = info.format, info.width, info.height
+            record.image_format, record.page_count = opened.format, opened.page_count
+            record.width, record.height = opened.width or None, opened.height or None
             results.append({"index": index})
-            pending.append((index, data, info))
+            pending.append((index, opened))
 
         recognized = parameters.get("recognize", RECOGNIZE.default)
-        answers = inference.infer_many([(data, parameters) for _, data, _ in pending])
-        for (index, _, info), answer in zip(pending, answers):
-            record = self.recorder.records[index]
-            if isinstance(answer, OcrResult):
-                record_result(record, answer)
-                record.http_status = 200
-                results[index] = {"index": index, "status": 200,
-                                  **result_body(answer, info.format, recognized),
-                                  "inference_ms": round(answer.inference_ms, 1)}
-            else:
-                results[index] = self._failed(index, record, answer)
+        items = [(index, page, documents.page_input(document, page))
+                 for index, document in pending for page in range(document.page_count)]
+        answers = inference.infer_many([(data, {**parameters, **extra})
+                                        for _, _, (data, extra) in items])
+        by_upload: dict[int, list] = {}
+        for (index, _, _), answer in zip(items, answers):
+            by_upload.setdefault(index, []).append(answer)
+        for index, document in pending:
+            record, outcomes = self.recorder.records[index], by_upload[index]
+            failed = next((o for o in outcomes if not isinstance(o, OcrResult)), None)
+            if failed is not None:
+                results[index] = self._failed(index, record, failed)
+                continue
+            record_results(record, outcomes)
+            record.http_status = 200
+            pages = [documents.page_body(result, document, page, recognized)
+                     for page, result in enumerate(outcomes)]
+            results[index] = {"index": index, "status": 200,
+                              **documents.document_body(document, pages),
+                              "inference_ms": round(max(o.inference_ms for o in outcomes), 1)}
         return Response({"request_id": request.request_id, "results": results,
                          "timing_ms": {"total": self.recorder.elapsed_ms()}})
 

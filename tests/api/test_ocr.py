@@ -44,7 +44,10 @@ def test_boxes_match_the_reference_at_1280(api_client, live_triton, path):
 def test_response_follows_the_documented_contract(api_client, live_triton):
     response = post_image(api_client, IMAGES / "korean.png")
     body = response.json()
-    assert set(body) == {"request_id", "model", "image", "text", "boxes", "timing_ms"}
+    assert set(body) == {"request_id", "model", "image", "text", "boxes", "lines", "paragraphs",
+                         "timing_ms"}
+    assert [line["boxes"] for line in body["lines"]] == [[0, 1], [2, 3], [4, 5]]
+    assert [p["lines"] for p in body["paragraphs"]] == [[0, 1, 2]]
     assert body["request_id"] == response["X-Request-ID"]
     assert body["model"] == {"name": "ensemble_ocr", "version": "1"}
     assert body["image"] == {"width": 629, "height": 420, "format": "PNG"}

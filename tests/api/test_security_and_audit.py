@@ -43,7 +43,7 @@ def test_a_bug_is_a_500_json_without_internals(api_client, monkeypatch):
     def explode(*args, **kwargs):
         raise RuntimeError("secret detail at /srv/app/ocr_api/views/ocr.py 10.0.0.7:8001")
 
-    monkeypatch.setattr(ocr_views, "probe_image", explode)
+    monkeypatch.setattr(ocr_views.documents, "open_document", explode)
     response = api_client.post("/api/ocr", data=b"\x89PNG\r\n\x1a\n", content_type="image/png")
     assert response.status_code == 500
     body = response.json()

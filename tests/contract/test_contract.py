@@ -75,6 +75,6 @@ def test_every_model_error_is_an_api_client_error():
 
 
 def test_formats_are_listed_the_way_people_know_them():
-    assert formats.ACCEPTED_FORMATS_TEXT == "JPEG, PNG, WEBP, BMP, TIFF, GIF, HEIC/HEIF"
+    assert formats.ACCEPTED_FORMATS_TEXT == "JPEG, PNG, WEBP, BMP, TIFF, GIF, HEIC/HEIF, PDF"
     assert formats.reported_name("HEIF") == "HEIC"
     assert formats.reported_name("PNG") == "PNG"

@@ -1,5 +1,7 @@
 """Unit tests of the preprocessing (ocr_pipeline.imaging), no Triton."""
 
+import io
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -38,6 +40,54 @@ def test_upscale_truncates_target_size_like_the_reference():
     assert (target_w, target_h) == (1280, 854)
     padded = imaging.resize_and_pad(np.zeros((420, 629, 3), np.uint8), target_w, target_h, 1280)
     assert padded.shape == (1, 864, 1280, 3)
+
+
+def test_the_default_working_size_is_long_side_1280_up_to_3_to_1():
+    from tests.helpers import reference_boxes
+
+    for entry in reference_boxes(1280).values():          # every reference image: unchanged
+        width, height = entry["width"], entry["height"]
+        assert imaging.resized_size(width, height, None) == \
+            imaging.resized_size(width, height, 1280)
+    width, height, ratio = imaging.resized_size(3840, 1280, None)      # exactly 3:1
+    assert (width, height, ratio) == (1280, 426, pytest.approx(1 / 3))
+
+
+def test_a_long_page_keeps_its_short_side_within_the_pixel_budget():
+    # A 600x4000 till roll: long side 1280 would make it 192 wide; the short side becomes
+    # 1280 / 3, the long side follows.
+    width, height, ratio = imaging.resized_size(600, 4000, None)
+    assert (width, height) == (426, 2844) and ratio == pytest.approx(1280 / 3 / 600)
+    # A 300x20000 roll: 1280 / 3 wide would be 12 MP; capped at 1280 x 1280 pixels.
+    width, height, ratio = imaging.resized_size(300, 20000, None)
+    assert width * height <= 1280 * 1280 and ratio == pytest.approx(1280 / (300 * 20000) ** 0.5)
+    # An explicit long side is kept, whatever the shape.
+    assert imaging.resized_size(600, 4000, 1280)[:2] == (192, 1280)
+
+
+def test_a_pdf_page_is_rendered_and_prepared(tmp_path):
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument.new()
+    pdf.new_page(595, 842)
+    path = tmp_path / "a4.pdf"
+    pdf.save(path)
+    prepared = imaging.prepare_image(path.read_bytes(), None)
+    assert (prepared.width, prepared.height) == (1653, 2339)     # A4 at 200 dpi
+    assert prepared.tensor.shape == (1, 1280, 928, 3)            # long side 1280, padded
+    assert prepared.original.shape == (2339, 1653, 3) and (prepared.original == 255).all()
+    with pytest.raises(imaging.DocumentDecodeError, match="no page 2"):
+        imaging.prepare_image(path.read_bytes(), None, page=1)
+
+
+def test_a_tiff_frame_is_picked_by_its_page():
+    frames = [Image.new("RGB", (64, 48), "white"), Image.new("RGB", (80, 32), "black")]
+    out = io.BytesIO()
+    frames[0].save(out, "TIFF", save_all=True, append_images=frames[1:])
+    second = imaging.prepare_image(out.getvalue(), 640, page=1)
+    assert (second.width, second.height) == (80, 32) and (second.original == 0).all()
+    with pytest.raises(imaging.ImageDecodeError, match="no page 3"):
+        imaging.prepare_image(out.getvalue(), 640, page=2)
 
 
 def test_square_canvas_is_long_side_by_long_side():

@@ -9,7 +9,7 @@ from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
 from ocr_contract.parameters import PARAMETERS
-from ocr_contract.tensors import ENSEMBLE, IMAGE_BYTES, OUTPUTS
+from ocr_contract.tensors import ENSEMBLE, IMAGE_BYTES, OUTPUTS, PAGE
 from ocr_pipeline.tritonserver import MODELS_AT_START
 
 REPOSITORY = Path(settings.TRITON_MODEL_REPOSITORY)
@@ -66,6 +66,7 @@ def test_ensemble_declares_the_contracts_tensors():
                                               list(IMAGE_BYTES.dims), False)}
     for parameter in PARAMETERS:   # every parameter is an optional [1] input
         expected[("input", parameter.tensor)] = (config_type(parameter.dtype), [1], True)
+    expected[("input", PAGE.name)] = (config_type(PAGE.dtype), list(PAGE.dims), True)
     for tensor in OUTPUTS:
         expected[("output", tensor.name)] = (config_type(tensor.dtype), list(tensor.dims), False)
     assert tensor_contract(load_config(ENSEMBLE, "cpu")) == expected

@@ -78,7 +78,7 @@ def detect_boxes(region: np.ndarray, link: np.ndarray, text_threshold: float,
 
         ys, xs = np.nonzero(segment)
         points = np.stack([xs + x0, ys + y0], axis=1).astype(np.int32)
-        boxes.append(_rectangle(points, width, height))
+        boxes.append(min_area_box(points, width, height))
         scores.append(min(peak, 1.0))  # BF16 engines can overshoot 1 by a few ulps
 
     if not boxes:
@@ -86,8 +86,11 @@ def detect_boxes(region: np.ndarray, link: np.ndarray, text_threshold: float,
     return np.stack(boxes).astype(np.float32), np.array(scores, dtype=np.float32)
 
 
-def _rectangle(points: np.ndarray, width: int, height: int) -> np.ndarray:
-    """Minimum-area rectangle of ``points`` ``[K, 2]`` as 4 clockwise corners ``[4, 2]``."""
+def min_area_box(points: np.ndarray, width: float, height: float) -> np.ndarray:
+    """Minimum-area rectangle of ``points`` ``[K, 2]`` (int32 or float32) as 4 clockwise
+    corners float32 ``[4, 2]``, clipped to ``[0, width] x [0, height]``, starting from the
+    top-left-most corner; a near-square one (sides within :data:`SQUARE_TOLERANCE`) is the
+    axis-aligned bounding box instead."""
     box = cv2.boxPoints(cv2.minAreaRect(points))
     box = np.clip(box, 0, [width, height])
     side_a = np.linalg.norm(box[0] - box[1])

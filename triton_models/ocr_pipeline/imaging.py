@@ -12,14 +12,18 @@ graph (:func:`ocr_pipeline.onnx_edits.uint8_image_input`): the tensor stays uint
 from __future__ import annotations
 
 import io
+import math
 import warnings
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
-from ocr_contract.formats import ACCEPTED_FORMATS
+from ocr_contract.formats import ACCEPTED_FORMATS, is_pdf
+from ocr_contract.limits import PDF_DPI, PDF_RENDER_TIMEOUT_MS
+from ocr_contract.parameters import LONG_SIDE
 from PIL import Image, ImageCms, ImageOps
 
+from . import pdf_pages
 from .params import PAD_MULTIPLE
 from .transparency import background_for
 
@@ -40,6 +44,12 @@ class ImageDecodeError(ValueError):
 
 class ImageTooLargeError(ValueError):
     """The image declares more pixels than the configured cap (a decompression bomb)."""
+
+
+#: A PDF PDFium cannot open or render, or a page it does not have.
+DocumentDecodeError = pdf_pages.PdfDecodeError
+#: A PDF page that did not render in time.
+DocumentTooComplexError = pdf_pages.PdfTooComplexError
 
 
 @dataclass(frozen=True)
@@ -191,10 +201,29 @@ def _icc_to_srgb(image: Image.Image, icc: bytes) -> Image.Image:
         return image
 
 
-def resized_size(width: int, height: int, long_side: int) -> tuple[int, int, float]:
-    """``(target_w, target_h, ratio)``: the size whose long side is ``long_side`` (sides
-    ``int(side * ratio)``, at least 1, as the reference CRAFT pipeline rounds them)."""
-    ratio = long_side / max(height, width)
+#: Without an explicit ``long_side``, an image whose short side would fall under the working
+#: long side / MAX_ASPECT is scaled so that it does not (text across a 600x4000 till roll would
+#: otherwise shrink to a third: 22-pixel type to 7 pixels, below what CRAFT finds).
+MAX_ASPECT = 3.0
+
+
+def resized_size(width: int, height: int, long_side: int | None) -> tuple[int, int, float]:
+    """``(target_w, target_h, ratio)``: the working size of a ``width`` x ``height`` image
+    (sides ``int(side * ratio)``, at least 1, as the reference CRAFT pipeline rounds them).
+
+    Args:
+        long_side: a request's explicit ``long_side``: the long side becomes exactly this. None
+            (the default): the long side becomes ``LONG_SIDE.default`` (1280), unless that
+            leaves the short side under ``1280 / MAX_ASPECT`` (an image more than 3:1); then the
+            short side becomes ``1280 / MAX_ASPECT``, and the total pixels stay within
+            ``1280 x 1280`` (what a square image at the default costs). Every image up to 3:1
+            (every photo, an A4 page) is sized exactly as with ``long_side=1280``.
+    """
+    base = long_side or LONG_SIDE.default
+    ratio = base / max(height, width)
+    if long_side is None and min(width, height) * ratio < base / MAX_ASPECT:
+        ratio = min(base / MAX_ASPECT / min(width, height),
+                    math.sqrt(base * base / (width * height)))
     return max(1, int(width * ratio)), max(1, int(height * ratio)), ratio
 
 
@@ -220,9 +249,35 @@ def resize_and_pad(rgb: np.ndarray, target_w: int, target_h: int, long_side: int
     return padded
 
 
-def prepare_image(data: bytes, long_side: int, max_pixels: int | None = None,
-                  square_canvas: bool = False, keep_original: bool = True) -> PreparedImage:
-    """Run the whole preprocessing for one encoded image.
+def decode_page(data: bytes, page: int, max_pixels: int | None) -> Image.Image:
+    """Page ``page`` (0-based) of a PDF, rendered (:mod:`ocr_pipeline.pdf_pages`, at
+    ``OCR_PDF_DPI``, within ``OCR_MAX_PIXELS`` and ``OCR_PDF_RENDER_TIMEOUT_MS``), or frame
+    ``page`` of a multi-page image (a TIFF), decoded; upright 8-bit RGB.
+
+    Raises:
+        DocumentDecodeError, DocumentTooComplexError: the PDF cannot be opened, lacks the page,
+            or took too long to render.
+        ImageDecodeError, ImageTooLargeError: see :func:`decode_image`; also a missing frame.
+    """
+    if is_pdf(data):
+        rendered = pdf_pages.render_page(data, page, PDF_DPI.read(), max_pixels,
+                                         PDF_RENDER_TIMEOUT_MS.read() / 1000.0)
+        return Image.fromarray(rendered.pixels, "RGB")
+    image = open_image(data, max_pixels)
+    try:
+        image.seek(page)
+    except (EOFError, ValueError) as exc:
+        raise ImageDecodeError(f"the image has no page {page + 1}") from exc
+    return finish_decoding(image)
+
+
+def prepare_image(data: bytes, long_side: int | None, max_pixels: int | None = None,
+                  square_canvas: bool = False, keep_original: bool = True,
+                  page: int = 0) -> PreparedImage:
+    """Run the whole preprocessing for one encoded image (or one page of a PDF or TIFF).
+
+    The working size is :func:`resized_size`'s (``long_side`` None: the default rule; with a
+    square canvas, ``LONG_SIDE.default`` exactly, so that every image fits the canvas).
 
     Without ``keep_original`` (boxes only, no text to read), a JPEG much larger than the
     target is decoded at a reduced size (libjpeg's DCT scaling by 1/2, 1/4 or 1/8, through
@@ -233,7 +288,13 @@ def prepare_image(data: bytes, long_side: int, max_pixels: int | None = None,
 
     Raises:
         ImageDecodeError, ImageTooLargeError: see :func:`decode_image`.
+        DocumentDecodeError, DocumentTooComplexError: see :func:`decode_page`.
     """
+    if square_canvas and long_side is None:
+        long_side = LONG_SIDE.default
+    if page or is_pdf(data):
+        return _prepared(decode_page(data, page, max_pixels), None, long_side, square_canvas,
+                         keep_original)
     image = open_image(data, max_pixels)
     full_size = None
     if not keep_original and image.format == "JPEG":
@@ -241,11 +302,18 @@ def prepare_image(data: bytes, long_side: int, max_pixels: int | None = None,
         target_w, target_h, _ = resized_size(*image.size, long_side)
         # Pillow picks the largest reduction that keeps the image at least this size.
         image.draft("RGB", (int(target_w * DRAFT_MARGIN), int(target_h * DRAFT_MARGIN)))
-    rgb = finish_decoding(image)
+    return _prepared(finish_decoding(image), full_size, long_side, square_canvas, keep_original)
+
+
+def _prepared(rgb: Image.Image, full_size: tuple[int, int] | None, long_side: int | None,
+              square_canvas: bool, keep_original: bool) -> PreparedImage:
+    """The CRAFT input of a decoded image; ``full_size`` is the upright size when ``rgb`` was
+    decoded at a reduced size."""
     width, height = full_size or rgb.size
     target_w, target_h, ratio = resized_size(width, height, long_side)
     pixels = np.asarray(rgb)
-    tensor = resize_and_pad(pixels, target_w, target_h, long_side, square_canvas)
+    tensor = resize_and_pad(pixels, target_w, target_h, long_side or LONG_SIDE.default,
+                            square_canvas)
     return PreparedImage(tensor, ratio, width, height, pixels if keep_original else None)
 
 

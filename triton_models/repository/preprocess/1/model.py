@@ -4,18 +4,20 @@ import os
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
-from ocr_contract.errors import IMAGE_TOO_LARGE, IMAGE_UNDECODABLE, INVALID_PARAMETER
+from ocr_contract.errors import (DOCUMENT_TOO_COMPLEX, DOCUMENT_UNDECODABLE, IMAGE_TOO_LARGE,
+                                 IMAGE_UNDECODABLE, INVALID_PARAMETER)
 from ocr_contract.limits import MAX_PIXELS
 from ocr_contract.parameters import LONG_SIDE, RECOGNIZE, ParameterError
+from ocr_contract.tensors import PAGE
 
 from ocr_pipeline import imaging, params
 from ocr_pipeline.triton_python import model_parameters, optional_input, refusal
 
 
 class TritonPythonModel:
-    """``IMAGE_BYTES [1]`` (+ optional ``LONG_SIDE``, ``RECOGNIZE``) -> ``image [1,H,W,3]`` uint8,
-    ``RESIZE_RATIO [1]``, ``IMAGE_SIZE [2]``, ``ORIGINAL_IMAGE [H,W,3]`` (empty when not
-    recognizing). Bad bytes fail only their request (INVALID_ARG)."""
+    """``IMAGE_BYTES [1]`` (+ optional ``LONG_SIDE``, ``RECOGNIZE``, ``PAGE``) -> ``image
+    [1,H,W,3]`` uint8, ``RESIZE_RATIO [1]``, ``IMAGE_SIZE [2]``, ``ORIGINAL_IMAGE [H,W,3]``
+    (empty when not recognizing). Bad bytes fail only their request (INVALID_ARG)."""
 
     def initialize(self, args):
         # Limits are the gateway's settings of the same names (ocr_contract.limits).
@@ -32,18 +34,26 @@ class TritonPythonModel:
 
     def _one(self, request):
         data = optional_input(request, "IMAGE_BYTES").reshape(-1)[0]
+        page = optional_input(request, PAGE.name)
         try:
-            side = params.read(LONG_SIDE, optional_input(request, LONG_SIDE.tensor))
+            # No LONG_SIDE: the default working size (imaging.resized_size), not just 1280.
+            sent_side = optional_input(request, LONG_SIDE.tensor)
+            side = None if sent_side is None else params.read(LONG_SIDE, sent_side)
             recognize = params.read(RECOGNIZE, optional_input(request, RECOGNIZE.tensor))
             prepared = imaging.prepare_image(bytes(data), side, max_pixels=self.max_pixels,
                                              square_canvas=self.square_canvas,
-                                             keep_original=recognize)
+                                             keep_original=recognize,
+                                             page=0 if page is None else int(page.reshape(-1)[0]))
         except ParameterError as exc:
             return refusal(INVALID_PARAMETER, str(exc), exc.field)
         except imaging.ImageTooLargeError as exc:
             return refusal(IMAGE_TOO_LARGE, str(exc))
         except imaging.ImageDecodeError as exc:
             return refusal(IMAGE_UNDECODABLE, str(exc))
+        except imaging.DocumentTooComplexError as exc:
+            return refusal(DOCUMENT_TOO_COMPLEX, str(exc))
+        except imaging.DocumentDecodeError as exc:
+            return refusal(DOCUMENT_UNDECODABLE, str(exc))
         return pb_utils.InferenceResponse(output_tensors=[
             pb_utils.Tensor("image", prepared.tensor),
             pb_utils.Tensor("RESIZE_RATIO", np.array([prepared.ratio], dtype=np.float32)),

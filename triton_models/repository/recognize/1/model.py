@@ -44,7 +44,9 @@ class TritonPythonModel:
         except pb_utils.TritonModelException as exc:
             return pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc)))
         texts = [reading.text for reading in readings]
-        text = reading_order.full_text(texts, reading_order.lines_of(boxes))
+        lines = reading_order.lines_from(optional_input(request, "READING_ORDER"),
+                                         optional_input(request, "LINE_OF_BOX"))
+        text = reading_order.full_text(texts, lines)
         return _response(texts, [reading.score for reading in readings], text)
 
     def _read(self, image: np.ndarray, boxes: np.ndarray, route: routing.Route) -> list[Reading]:

@@ -1,0 +1,136 @@
+"""The answer as a searchable PDF: each page as it was sent, with the words read on it as an
+invisible text layer at their positions, so PDF viewers select and find them and ``pdftotext``
+extracts them.
+
+The text layer is ocrmypdf's: the answer's hOCR (:mod:`ocr_api.hocr`), one page at a time,
+parsed by its ``HocrParser`` and drawn by its fpdf2 renderer in invisible text mode (with its
+fonts: glyph coverage per word, a glyphless fallback for scripts it has no font for, so every
+word is still extractable). Each text page is then laid over the page it belongs to with
+pikepdf (``Page.add_overlay``): a PDF comes back with its own pages, content untouched (a
+page that has text of its own, a born-digital one, gets no second copy of its words); an
+image becomes a page holding the image unchanged (img2pdf embeds JPEG and PNG bytes as they
+are), re-encoded only when it must be turned upright (EXIF orientation) or lose its alpha.
+"""
+
+from __future__ import annotations
+
+import io
+import tempfile
+from pathlib import Path
+
+from ocr_contract.formats import PDF
+from PIL import Image, ImageOps
+
+from . import hocr
+from .documents import Document
+
+#: Resolution an image page is laid out at when its file names none (its pixels are kept; only
+#: the page's size in inches depends on it).
+DEFAULT_IMAGE_DPI = 96.0
+
+
+def render(answer: dict, document: Document) -> bytes:
+    """The searchable PDF of ``document`` with ``answer`` (its JSON answer) as text layer.
+
+    Raises:
+        ValueError: the answer and the document do not have the same pages.
+    """
+    import pikepdf
+
+    pages = hocr.pages_of(answer)
+    if len(pages) != document.page_count:
+        raise ValueError(f"{len(pages)} pages answered for {document.page_count} sent")
+    if document.format == PDF:
+        base = pikepdf.open(io.BytesIO(document.data))
+        dpis = [72.0 * page["width"] / points[0]
+                for page, points in zip(pages, document.page_points)]
+        searchable = _pages_with_text(document.data)
+    else:
+        dpi = _image_dpi(document.data)
+        base = pikepdf.open(io.BytesIO(_image_pdf(document, dpi)))
+        dpis = [dpi] * len(pages)
+        searchable = [False] * len(pages)
+    with base, pikepdf.open(io.BytesIO(_text_layer(answer, dpis))) as text:
+        for page, layer, has_text in zip(base.pages, text.pages, searchable):
+            if not has_text:      # a page with text of its own is searchable already
+                page.add_overlay(layer)
+        out = io.BytesIO()
+        base.save(out)
+    return out.getvalue()
+
+
+def _pages_with_text(data: bytes) -> list[bool]:
+    """Per page of a PDF, whether it has text of its own (a born-digital page)."""
+    import pypdfium2 as pdfium
+
+    document = pdfium.PdfDocument(data)
+    try:
+        found = []
+        for index in range(len(document)):
+            page = document[index]
+            textpage = page.get_textpage()
+            found.append(textpage.count_chars() > 0)
+            textpage.close()
+            page.close()
+        return found
+    finally:
+        document.close()
+
+
+def _text_layer(answer: dict, dpis: list[float]) -> bytes:
+    """The invisible text pages, one per page of the answer, sized at each page's dpi."""
+    from ocrmypdf.font import MultiFontManager
+    from ocrmypdf.fpdf_renderer import Fpdf2MultiPageRenderer
+    from ocrmypdf.hocrtransform import HocrParser
+
+    fonts = MultiFontManager(Path(__import__("ocrmypdf").__file__).parent / "data")
+    trees = []
+    with tempfile.TemporaryDirectory(prefix="ocr-pdf-") as folder:
+        for number, (page, dpi) in enumerate(zip(hocr.pages_of(answer), dpis)):
+            path = Path(folder) / f"page-{number}.hocr"
+            path.write_bytes(hocr.render({"pages": [page]}, [dpi]))
+            trees.append((number, HocrParser(path).parse(), dpi))
+        target = Path(folder) / "text.pdf"
+        Fpdf2MultiPageRenderer(trees, fonts, invisible_text=True).render(target)
+        return target.read_bytes()
+
+
+def _image_dpi(data: bytes) -> float:
+    with Image.open(io.BytesIO(data)) as image:
+        dpi = image.info.get("dpi")
+    try:
+        return float(dpi[0]) if dpi and float(dpi[0]) >= 10 else DEFAULT_IMAGE_DPI
+    except (TypeError, ValueError):
+        return DEFAULT_IMAGE_DPI
+
+
+def _image_pdf(document: Document, dpi: float) -> bytes:
+    """A PDF of the image's pages at ``dpi``, upright as the answer's coordinates are."""
+    import img2pdf
+
+    layout = img2pdf.get_fixed_dpi_layout_fun((dpi, dpi))
+    with Image.open(io.BytesIO(document.data)) as image:
+        plain = (image.format in ("JPEG", "PNG", "TIFF") and "A" not in image.getbands()
+                 and image.mode != "P" and image.getexif().get(0x0112, 1) == 1)
+    if plain:
+        try:
+            return img2pdf.convert(document.data, layout_fun=layout,
+                                   rotation=img2pdf.Rotation.ifvalid)
+        except (img2pdf.ImageOpenError, img2pdf.AlphaChannelError, ValueError):
+            pass
+    return img2pdf.convert([_upright_png(document.data, frame)
+                            for frame in range(document.page_count)], layout_fun=layout)
+
+
+def _upright_png(data: bytes, frame: int) -> bytes:
+    """One frame as an upright RGB PNG (EXIF transposed, alpha over white)."""
+    with Image.open(io.BytesIO(data)) as image:
+        image.seek(frame)
+        upright = ImageOps.exif_transpose(image)
+        if "A" in upright.getbands() or upright.mode == "P":
+            rgba = upright.convert("RGBA")
+            upright = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+            upright.alpha_composite(rgba)
+        out = io.BytesIO()
+        upright.convert("RGB").save(out, "PNG")
+        return out.getvalue()
