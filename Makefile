@@ -54,6 +54,13 @@ bench: setup
 bench-engines: setup
 	$(BIN)/python -m bench.engines $(BENCH_ARGS)
 
+# make bench-documents - set up, then what PDFs cost beside the OCR: opening and splitting in
+# the gateway (a 200-page PDF refused from its page count), and each page's rendering in
+# Triton's preprocess beside the whole ensemble (a few minutes). Results in bench/results/.
+.PHONY: bench-documents
+bench-documents: setup
+	$(BIN)/python -m bench.documents $(BENCH_ARGS)
+
 # make soak - set up, then 10 minutes of mixed valid and invalid uploads at concurrency 16
 # against make serve's setup (embedded Triton, gunicorn, the nginx proxy): requests, 5xx,
 # p50/p99, the memory of every gunicorn worker and Triton stub, audit rows versus requests.

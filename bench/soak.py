@@ -7,7 +7,7 @@ database. ``concurrency`` client threads (16) send requests back to back through
 each on its own keep-alive connection, for ``minutes`` after ``warmup_s`` of the same load.
 Half are valid uploads (test images at ``long_side=640``, text read), half invalid ones: with
 the API key, not an image (415), a truncated JPEG (400), a bad parameter (400), no image (400),
-a declared body over the limit (413), a PDF of 1 MB (415, refused before its body is read), a
+a declared body over the limit (413), a ZIP of 1 MB (415, refused before its body is read), a
 21 MiB body really sent (413); and refused before authentication, a 225 KB PNG with a junk key
 and a 2 MB body without a key (401, then 429 past the address's rate). The last four are
 the uploads that once cost a neighbour a 502 (``gateway/unread_body.py``). Triton's response cache is
@@ -91,8 +91,8 @@ def request_kinds(key: str) -> list[Kind]:
              400),
         Kind("over the limit", "/api/ocr", b"", {**auth, "Content-Type": "image/png",
                                                  "Content-Length": str(10**9)}, 413),
-        Kind("a PDF, 1 MB", "/api/ocr", b"%PDF-1.4\n" + bytes(10**6),
-             {**auth, "Content-Type": "application/pdf"}, 415),
+        Kind("a ZIP, 1 MB", "/api/ocr", b"PK\x03\x04" + bytes(10**6),
+             {**auth, "Content-Type": "application/zip"}, 415),
         Kind("21 MiB sent", "/api/ocr", b"\x89PNG\r\n\x1a\n" + bytes(21 * 2**20),
              {**auth, "Content-Type": "image/png"}, 413),
         Kind("junk key, 225 KB", "/api/ocr", (IMAGES / "korean.png").read_bytes(),

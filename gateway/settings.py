@@ -152,6 +152,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 #: through it. Unlocking: deploy/README.md.
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend",
                            "django.contrib.auth.backends.ModelBackend"]
+AXES_VERBOSE = False                       # no banner line in every manage.py command
 AXES_FAILURE_LIMIT = env.int("OCR_ADMIN_LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = dt.timedelta(minutes=env.int("OCR_ADMIN_LOCKOUT_MINUTES", default=15))
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]      # each on its own, not the pair

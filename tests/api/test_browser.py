@@ -229,6 +229,36 @@ def test_exif_rotated_photo_on_a_phone_screen(open_page, api_key, artifacts, tmp
     assert_real_png(artifacts / "demo-phone.png", PHONE["width"], PHONE["height"])
 
 
+def test_a_pdf_shows_every_page_with_its_boxes_and_downloads_its_formats(
+        open_page, api_key, artifacts, tmp_path):
+    from tests.api.test_documents import two_page_pdf
+
+    document = tmp_path / "two-pages.pdf"
+    document.write_bytes(two_page_pdf())
+    page = open_page("/")
+    page.fill("#api-key", api_key[1])
+    body = upload(page, document)
+    assert body["document"] == {"format": "PDF", "pages": 2}
+    figures = page.query_selector_all("#pages figure.page")
+    assert [f.get_attribute("data-page") for f in figures] == ["1", "2"]
+    for figure, answer in zip(figures, body["pages"]):
+        drawn = figure.query_selector_all("polygon.box")
+        assert len(drawn) == len(answer["boxes"])
+        svg = figure.query_selector("svg")
+        assert svg.get_attribute("viewBox") == f"0 0 {answer['width']} {answer['height']}"
+    assert page.is_hidden("#stage")
+    assert page.input_value("#full-text") == body["text"]
+    assert page.inner_text("#summary").startswith("PDF · 2 pages · ")
+    for name, expect in (("text", b"Reduce your risk"), ("pdf", b"%PDF-"),
+                         ("hocr", b"ocr_page")):
+        with page.expect_download() as download:
+            page.click(f'.downloads button[data-format="{name}"]')
+        saved = tmp_path / download.value.suggested_filename
+        download.value.save_as(saved)
+        assert saved.name.startswith("two-pages.") and expect in saved.read_bytes()[:4000]
+    page.screenshot(path=str(artifacts / "demo-pdf.png"), full_page=True)
+
+
 def test_truncated_image_shows_the_api_error(open_page, api_key):
     page = open_page("/")
     page.fill("#api-key", api_key[1])

@@ -35,7 +35,8 @@ def test_demo_page_for_anyone():
     response = client.get("/")
     assert response.status_code == 200
     html = response.content.decode()
-    assert '<input id="image-input" type="file" accept="image/*" capture="environment">' in html
+    # Images and PDFs; on a phone the picker offers the camera among its sources.
+    assert '<input id="image-input" type="file" accept="image/*,application/pdf">' in html
     assert 'data-api-url="/api/ocr"' in html
     assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in html
     assert '/static/ocr_api/demo.js' in html and '/static/ocr_api/demo.css' in html

@@ -52,11 +52,11 @@ def refusals(stack) -> list[tuple[str, bytes, dict]]:
             ("no key", body, {"Content-Type": "image/png"}),
             ("key over its rate", body, {"Authorization": f"Api-Key {stack.keys['rate1']}",
                                          "Content-Type": "image/png"}),
-            ("a PDF", b"%PDF-1.4\n" + body[9:], {"Authorization": f"Api-Key {stack.key}",
-                                                 "Content-Type": "application/pdf"}),
+            ("a ZIP", b"PK\x03\x04" + body[4:], {"Authorization": f"Api-Key {stack.key}",
+                                                  "Content-Type": "application/zip"}),
         ]
     largest = png + bytes(LARGEST - len(png))
-    kinds += [("junk key", largest, kinds[0][2]), ("a PDF", largest, kinds[3][2])]
+    kinds += [("junk key", largest, kinds[0][2]), ("a ZIP", largest, kinds[3][2])]
     return kinds
 
 
@@ -132,10 +132,10 @@ def test_refused_uploads_never_cost_anyone_a_5xx(stack, triton):
                 # (its one image a minute is read: zeros after a PNG signature)
                 "key over its rate": {(400, "image_undecodable"), (429, "rate_limited"),
                                       (413, "payload_too_large")},
-                "a PDF": {(415, "unsupported_media_type"), (413, "payload_too_large")}}
+                "a ZIP": {(415, "unsupported_media_type"), (413, "payload_too_large")}}
     assert all((status, code) in expected[what] for what, status, code in refused), refused
     # A body over the limit is refused as such, whoever sends it with a valid key.
-    assert refused[("a PDF", 413, "payload_too_large")] > 0
+    assert refused[("a ZIP", 413, "payload_too_large")] > 0
     # Each valid POST reached Triton once: nginx never sent one again.
     assert ensemble_successes(triton, successes_before + 12) - successes_before == 12
     (rows,), = stack.query("SELECT COUNT(*) FROM ocr_api_ocrrequest WHERE http_status = 200")

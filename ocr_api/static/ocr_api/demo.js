@@ -1,5 +1,6 @@
-/* OCR demo page: send one image to POST /api/ocr, draw the boxes and their text over it, and
- * show the whole text ready to copy.
+/* OCR demo page: send one image or PDF to POST /api/ocr, draw the boxes and their text over it
+ * (a document's pages one below the other), show the whole text ready to copy, and download the
+ * answer as text, hOCR or a searchable PDF (the same upload sent again with ?format=).
  *
  * Plain JavaScript, no build step, no third-party code. The API key lives in sessionStorage
  * only (gone when the tab closes); staff can use their admin session instead, which DRF
@@ -22,6 +23,11 @@
     missing_image: "No image was sent.",
     malformed_request: "The upload arrived garbled. Please try again.",
     image_undecodable: "The image file is damaged or incomplete, so it cannot be read.",
+    document_undecodable: "The PDF is damaged, so it cannot be read.",
+    document_encrypted: "The PDF is protected by a password; save it without one first.",
+    document_empty: "The PDF has no pages.",
+    document_too_complex: "A page of the PDF takes too long to draw.",
+    too_many_pages: "The document has more pages than the demo reads at once.",
     image_too_small: "The image is too small to hold readable text.",
     not_authenticated: "An API key is needed: paste one above, or sign in to the admin as staff.",
     authentication_failed: "The API key was not accepted: it is unknown, revoked or expired.",
@@ -59,6 +65,8 @@
   var textPanel = document.getElementById("text-panel");
   var fullText = document.getElementById("full-text");
   var copyStatus = document.getElementById("copy-status");
+  var pagesBox = document.getElementById("pages");
+  var downloadStatus = document.getElementById("download-status");
 
   var currentFile = null;
   var imageUrl = null;
@@ -142,7 +150,7 @@
   });
   document.addEventListener("paste", function (event) {
     var items = (event.clipboardData && event.clipboardData.files) || [];
-    if (items.length && /^image\//.test(items[0].type)) {
+    if (items.length && /^(image\/|application\/pdf)/.test(items[0].type)) {
       useFile(items[0]);
     }
   });
@@ -161,15 +169,10 @@
     statusLine.textContent = text || "";
   }
 
-  function run() {
-    if (busy) {
-      return;
-    }
-    if (!currentFile) {
-      showProblem("Choose an image first.", "", "");
-      return;
-    }
-    var headers = {"Accept": "application/json"};
+  // The request for the current file and options: {headers, body, credentials}, or null
+  // (with the problem shown) when no key is there to send.
+  function request(accept) {
+    var headers = {"Accept": accept};
     var credentials = "omit";
     if (authMode() === "session") {
       headers["X-CSRFToken"] = csrfToken;
@@ -179,7 +182,7 @@
       if (!key) {
         showProblem(FRIENDLY.not_authenticated, "", "");
         keyInput.focus();
-        return;
+        return null;
       }
       headers.Authorization = "Api-Key " + key;
     }
@@ -198,10 +201,24 @@
     if (!document.getElementById("recognize").checked) {
       body.append("recognize", "false");
     }
+    return {method: "POST", body: body, headers: headers, credentials: credentials};
+  }
 
+  function run() {
+    if (busy) {
+      return;
+    }
+    if (!currentFile) {
+      showProblem("Choose an image or a PDF first.", "", "");
+      return;
+    }
+    var options = request("application/json");
+    if (!options) {
+      return;
+    }
     setBusy(true, "Reading text…");
     var started = performance.now();
-    fetch(apiUrl, {method: "POST", body: body, headers: headers, credentials: credentials})
+    fetch(apiUrl, options)
       .then(function (response) {
         return response.text().then(function (text) {
           var data = null;
@@ -216,7 +233,8 @@
       .then(function (answer) {
         var roundTripMs = performance.now() - started;
         setBusy(false, "");
-        if (answer.response.ok && answer.data && Array.isArray(answer.data.boxes)) {
+        if (answer.response.ok && answer.data &&
+            (Array.isArray(answer.data.boxes) || Array.isArray(answer.data.pages))) {
           return showResult(answer.data, roundTripMs);
         }
         showApiError(answer.response, answer.data);
@@ -267,6 +285,11 @@
   }
 
   function showResult(data, roundTripMs) {
+    if (data.pages) {
+      return showDocument(data, roundTripMs);
+    }
+    pagesBox.hidden = true;
+    stage.parentNode.hidden = false;
     var width = data.image.width;
     var height = data.image.height;
     var count = data.boxes.length;
@@ -290,12 +313,59 @@
     loadImage(width, height, data.request_id);
   }
 
-  function drawBoxes(boxes, width, height) {
-    overlay.setAttribute("viewBox", "0 0 " + width + " " + height);
-    overlay.dataset.width = String(width);
-    overlay.dataset.height = String(height);
-    while (overlay.firstChild) {
-      overlay.removeChild(overlay.firstChild);
+  // A document: every page as a white frame of its size, its boxes and their text drawn on it
+  // (browsers show no PDF page as an image; the searchable PDF download has the pages).
+  function showDocument(data, roundTripMs) {
+    var count = data.pages.reduce(function (sum, page) { return sum + page.boxes.length; }, 0);
+    errorBox.hidden = true;
+    placeholder.hidden = true;
+    resultBox.hidden = false;
+    stage.parentNode.hidden = true;
+    imageNote.hidden = true;
+    document.getElementById("summary").textContent =
+      data.document.format + " · " + data.pages.length +
+      (data.pages.length === 1 ? " page · " : " pages · ") + count +
+      (count === 1 ? " box · " : " boxes · ") + formatMs(data.timing_ms.total) +
+      " in the gateway, " + formatMs(roundTripMs) + " round trip";
+    document.getElementById("summary").dataset.count = String(count);
+    document.getElementById("json").textContent = JSON.stringify(data, null, 2);
+    textPanel.hidden = typeof data.text !== "string";
+    fullText.value = data.text || "";
+    copyStatus.textContent = "";
+    while (pagesBox.firstChild) {
+      pagesBox.removeChild(pagesBox.firstChild);
+    }
+    data.pages.forEach(function (page) {
+      var figure = document.createElement("figure");
+      figure.className = "page";
+      figure.dataset.page = String(page.page);
+      var frame = document.createElement("div");
+      frame.className = "stage blank";
+      frame.style.aspectRatio = page.width + " / " + page.height;
+      var svg = document.createElementNS(SVG_NS, "svg");
+      svg.setAttribute("class", "overlay");
+      svg.setAttribute("preserveAspectRatio", "none");
+      frame.appendChild(svg);
+      drawBoxes(page.boxes, page.width, page.height, svg);
+      var caption = document.createElement("figcaption");
+      caption.className = "hint";
+      caption.textContent = "Page " + page.page + " · " + page.width + " × " + page.height +
+        " · " + page.boxes.length + (page.boxes.length === 1 ? " box" : " boxes");
+      figure.appendChild(caption);
+      figure.appendChild(frame);
+      pagesBox.appendChild(figure);
+    });
+    pagesBox.hidden = false;
+    resultBox.dataset.requestId = data.request_id;
+  }
+
+  function drawBoxes(boxes, width, height, target) {
+    var svg = target || overlay;
+    svg.setAttribute("viewBox", "0 0 " + width + " " + height);
+    svg.dataset.width = String(width);
+    svg.dataset.height = String(height);
+    while (svg.firstChild) {
+      svg.removeChild(svg.firstChild);
     }
     boxes.forEach(function (box, index) {
       var polygon = document.createElementNS(SVG_NS, "polygon");
@@ -311,12 +381,51 @@
       title.textContent = "Box " + (index + 1) + " · score " + box.score +
         (typeof box.text === "string" ? " · “" + box.text + "” (" + box.text_score + ")" : "");
       polygon.appendChild(title);
-      overlay.appendChild(polygon);
+      svg.appendChild(polygon);
       if (box.text) {
-        overlay.appendChild(label(box));
+        svg.appendChild(label(box));
       }
     });
   }
+
+  // --- downloads: the same upload again, in another format ---------------------------------
+
+  var EXTENSIONS = {text: "txt", hocr: "hocr.html", pdf: "pdf"};
+  var MEDIA_TYPES = {text: "text/plain", hocr: "application/xhtml+xml", pdf: "application/pdf"};
+
+  document.querySelectorAll(".downloads button").forEach(function (button) {
+    button.addEventListener("click", function () {
+      var format = button.dataset.format;
+      var options = currentFile ? request(MEDIA_TYPES[format]) : null;
+      if (!options) {
+        return;
+      }
+      downloadStatus.textContent = "Preparing " + button.textContent + "…";
+      fetch(apiUrl + "?format=" + format, options)
+        .then(function (response) {
+          if (!response.ok) {
+            return response.json().then(function (data) {
+              throw new Error(data && data.error ? data.error.message : "HTTP " + response.status);
+            });
+          }
+          return response.blob();
+        })
+        .then(function (blob) {
+          var link = document.createElement("a");
+          var base = (currentFile.name || "upload").replace(/\.[^.]*$/, "");
+          link.href = URL.createObjectURL(blob);
+          link.download = base + "." + EXTENSIONS[format];
+          document.body.appendChild(link);
+          link.click();
+          link.remove();
+          setTimeout(function () { URL.revokeObjectURL(link.href); }, 60000);
+          downloadStatus.textContent = link.download + " downloaded.";
+        })
+        .catch(function (error) {
+          downloadStatus.textContent = "Could not download: " + (error && error.message || error);
+        });
+    });
+  });
 
   // The box's text just above its top edge, sized to the box (image pixels, like the points).
   function label(box) {

@@ -1,0 +1,153 @@
+"""``python -m bench.documents`` (``make bench-documents``): what documents cost beside the OCR.
+
+- The gateway: opening a PDF (PDFium counts the pages, pikepdf cuts them) for a 200-page PDF,
+  which is refused from its page count, and for documents it reads; milliseconds, median of 5.
+- Triton: each page of the test documents sent as the gateway sends it (a single-page PDF),
+  one at a time, response cache off, at the default working size with the text read; per page
+  the time of ``preprocess`` (PDFium rendering at OCR_PDF_DPI, the resize, the hand-over)
+  beside the whole ensemble's, from Triton's own statistics. The target: rendering and
+  encoding at most 10 % of a page's OCR time.
+
+Writes ``bench/results/documents-<time>.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import statistics
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+import pypdfium2 as pdfium  # noqa: E402
+import tritonclient.grpc as grpcclient  # noqa: E402
+from PIL import Image  # noqa: E402
+
+from ocr_api import documents  # noqa: E402
+from ocr_embedded.launcher import EmbeddedTriton  # noqa: E402
+from ocr_inference.client import TritonClient  # noqa: E402
+
+from . import triton_stats  # noqa: E402
+from .machine import describe_cpu  # noqa: E402
+from .pipeline import model_repository  # noqa: E402
+
+DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
+DEFAULT_OUT = Path(__file__).resolve().parent / "results"
+
+
+def sample_documents() -> dict[str, bytes]:
+    """The test documents: the two-page PDF of english.png and idcard.png (96 dpi), the
+    scanned linn.pdf and the born-digital text.pdf (tests/data/documents)."""
+    pages = [Image.open(DATA / "images" / name).convert("RGB")
+             for name in ("english.png", "idcard.png")]
+    out = io.BytesIO()
+    pages[0].save(out, "PDF", save_all=True, append_images=pages[1:], resolution=96)
+    return {"two-page (english, idcard)": out.getvalue(),
+            "linn.pdf (scan)": (DATA / "documents" / "ocrmypdf_linn.pdf").read_bytes(),
+            "text.pdf (born digital)": (DATA / "documents" / "pypdfium2_text.pdf").read_bytes()}
+
+
+def blank_pdf(pages: int) -> bytes:
+    document = pdfium.PdfDocument.new()
+    for _ in range(pages):
+        document.new_page(595, 842)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def open_ms(data: bytes, max_pages: int = 10, runs: int = 5) -> tuple[float, str]:
+    """Median milliseconds of :func:`ocr_api.documents.open_document`, and its outcome."""
+    times, outcome = [], ""
+    for _ in range(runs):
+        started = time.perf_counter()
+        try:
+            outcome = f"{documents.open_document(data, max_pages).page_count} pages"
+        except Exception as exc:  # noqa: BLE001 - the refusal is the outcome measured
+            outcome = f"refused: {getattr(exc, 'default_code', type(exc).__name__)}"
+        times.append((time.perf_counter() - started) * 1000.0)
+    return statistics.median(times), outcome
+
+
+def page_costs(triton: EmbeddedTriton, samples: dict[str, bytes]) -> list[dict]:
+    """Per page of every sample: preprocess and ensemble milliseconds (Triton's statistics)."""
+    stats = grpcclient.InferenceServerClient(triton.grpc_url)
+    client = TritonClient(triton.grpc_url, timeout_s=600)
+    rows = []
+    try:
+        for name, data in samples.items():
+            document = documents.open_document(data, 10)
+            for index in range(document.page_count):
+                page, extra = documents.page_input(document, index)
+                before = triton_stats.snapshot(stats)
+                result = client.infer(page, extra)
+                after = triton_stats.per_request(before, triton_stats.snapshot(stats), 1)
+                pre = after["preprocess"]
+                preprocess_ms = sum(pre[f"{stage}_ms"] for stage in triton_stats.STAGES)
+                rows.append({"document": name, "page": index + 1, "bytes": len(page),
+                             "size": f"{result.width}x{result.height}",
+                             "preprocess_ms": preprocess_ms,
+                             "ensemble_ms": after["ensemble_ocr"]["success_ms"],
+                             "share": preprocess_ms / after["ensemble_ocr"]["success_ms"]})
+    finally:
+        client.close()
+        stats.close()
+    return rows
+
+
+def markdown(machine: str, opening: list[tuple], rows: list[dict]) -> str:
+    lines = [f"Machine: {machine}", "", "Opening in the gateway (median of 5):", "",
+             "| document | ms | outcome |", "| --- | ---: | --- |"]
+    lines += [f"| {name} | {ms:.1f} | {outcome} |" for name, ms, outcome in opening]
+    lines += ["", "Per page in Triton (default working size, text read, cache off): "
+              "`preprocess` (PDFium rendering at OCR_PDF_DPI, the resize, the hand-over) "
+              "beside the whole ensemble:", "",
+              "| document | page | bytes sent | rendered px | preprocess ms | ensemble ms | "
+              "preprocess share |", "| --- | ---: | ---: | --- | ---: | ---: | ---: |"]
+    lines += [f"| {r['document']} | {r['page']} | {r['bytes']} | {r['size']} | "
+              f"{r['preprocess_ms']:.0f} | {r['ensemble_ms']:.0f} | {r['share'] * 100:.1f} % |"
+              for r in rows]
+    if rows:
+        lines += ["", f"Preprocess share over all pages: "
+                  f"{sum(r['preprocess_ms'] for r in rows) / sum(r['ensemble_ms'] for r in rows) * 100:.1f} % "
+                  "(target: at most 10 %)."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.documents", description=__doc__)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args(argv)
+    samples = sample_documents()
+    opening = [("200 blank pages", *open_ms(blank_pdf(200))),
+               ("10 blank pages", *open_ms(blank_pdf(10)))]
+    opening += [(name, *open_ms(data)) for name, data in samples.items()]
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    args.out.mkdir(parents=True, exist_ok=True)
+    engine_cache = os.environ.get("OCR_ENGINE_CACHE_DIR",
+                                  str(Path(__file__).resolve().parent.parent / "var" / "cache"
+                                      / "openvino"))
+    with EmbeddedTriton(repository=model_repository(), cache_bytes=0,
+                        log_path=args.out / f"documents-{stamp}-triton.log",
+                        env={"OCR_ENGINE_CACHE_DIR": engine_cache}) as triton:
+        rows = page_costs(triton, samples)
+    machine = describe_cpu()
+    table = markdown(machine, opening, rows)
+    print("\n" + table)
+    (args.out / f"documents-{stamp}.json").write_text(json.dumps(
+        {"machine": machine, "opening": opening, "pages": rows}, indent=1))
+    (args.out / f"documents-{stamp}.md").write_text(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
