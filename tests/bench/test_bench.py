@@ -126,7 +126,7 @@ def test_engine_comparison_smoke_run(tmp_path, monkeypatch):
 
     images = tmp_path / "images"
     images.mkdir()
-    shutil.copy(IMAGES / "img_4.jpg", images / "img_4.jpg")
+    shutil.copy(IMAGES / "img_1.jpg", images / "img_1.jpg")      # 6 words at 640
     available = engines.engine_rows()
     monkeypatch.setattr(engines, "engine_rows", lambda: {
         "openvino-auto": available["openvino-auto"],
@@ -155,7 +155,7 @@ def test_engine_comparison_smoke_run(tmp_path, monkeypatch):
     assert 0 < around["test images"]["outside_networks_ms"] < around["test images"]["ensemble_ms"]
     per_model = {row["model"]: row for row in auto["per_model"]}
     assert {"craft", "refinenet", "recognize", "recognizer"} <= set(per_model)
-    # img_4.jpg at long side 640 is padded to 640x384: CRAFT's 335.1 GMAC at 1280x736 scaled
+    # img_1.jpg at long side 640 is padded to 640x384: CRAFT's 335.1 GMAC at 1280x736 scaled
     # by the area (0.261), the refiner's 107.0 likewise.
     assert round(per_model["craft"]["gmac"]) == 87 and round(per_model["refinenet"]["gmac"]) == 28
     assert per_model["craft"]["floor_ms"] is None or per_model["craft"]["floor_ms"] > 0
