@@ -18,6 +18,37 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.django_db)
 
 
+#: The suite's tiers after the unmarked (fast) tests, in the order they run: quality at the
+#: served working size (1280) once per served combination, then the tests that start servers
+#: of their own (kill, reload, replicas, proxies, benchmark smoke runs). ``-m 'not slow'``
+#: leaves out the last tier, ``-m 'not slow and not quality'`` both.
+TIERS = ("quality", "slow")
+
+
+class TierOrder:
+    """Runs the tiers in order, fast first, so a broken change fails in minutes; within the
+    fast tier, modules that need no Triton before those that share the session's. A module
+    runs in the latest tier of any of its tests, so its module-scoped servers start only once;
+    the order within a tier is pytest's and pytest-django's own (this sorts last, stably)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items):
+        def rank(item) -> tuple[int, int]:
+            names = {marker.name for marker in item.iter_markers()}
+            tier = max((TIERS.index(name) + 1 for name in names & set(TIERS)), default=0)
+            return tier, int("triton" in names)
+
+        module_rank: dict[str, tuple[int, int]] = {}
+        for item in items:
+            module = item.nodeid.split("::")[0]
+            module_rank[module] = max(module_rank.get(module, (0, 0)), rank(item))
+        items.sort(key=lambda item: module_rank[item.nodeid.split("::")[0]])
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(TierOrder(), "ocr-tier-order")
+
+
 def pytest_collection_finish(session):
     """Before the first test: stop at once, with the command that installs them, when the
     operating system lacks what the selected tests need (not after minutes of other tests)."""

@@ -1,4 +1,5 @@
-"""POST /api/ocr through a real embedded Triton: parity, contract, auth, refusals, audit."""
+"""POST /api/ocr through a real embedded Triton: contract, auth, refusals, audit (box parity at
+the served working size: test_served_parity.py)."""
 
 import numpy as np
 import pytest
@@ -7,13 +8,9 @@ import tritonclient.grpc as grpcclient
 from ocr_api.models import OcrRequest
 from ocr_inference.requests import build_inputs
 
-from tests.helpers import (DATA, IMAGE_NAMES, IMAGES, UNSEEN, UNSEEN_NAMES, reference_boxes,
-                           unseen_reference)
-from tests.parity import PARITY_F, parity_f
+from tests.helpers import DATA, IMAGES, reference_boxes
 
 pytestmark = [pytest.mark.django_db, pytest.mark.triton]
-REFERENCE_1280 = reference_boxes(1280)
-UNSEEN_1280 = unseen_reference()
 
 
 def post_image(client, path, **params):
@@ -23,22 +20,6 @@ def post_image(client, path, **params):
 
 def box_points(body) -> list:
     return [box["points"] for box in body["boxes"]]
-
-
-@pytest.mark.parametrize("path", [IMAGES / name for name in IMAGE_NAMES]
-                         + [UNSEEN / name for name in UNSEEN_NAMES], ids=lambda path: path.name)
-def test_boxes_match_the_reference_at_1280(api_client, live_triton, path):
-    """The served combination (each network in the precision auto chose on this CPU) at the
-    default long side, on the shared images and on ICDAR images no calibration, validation or
-    tuning saw (small words: the ones a reduced precision loses first)."""
-    response = post_image(api_client, path)
-    assert response.status_code == 200, response.json()
-    body = response.json()
-    reference = (REFERENCE_1280 if path.parent == IMAGES else UNSEEN_1280)[path.name]
-    assert (body["image"]["width"], body["image"]["height"]) == \
-        (reference["width"], reference["height"])
-    assert len(body["boxes"]) == len(reference["boxes"])
-    assert parity_f(box_points(body), reference["boxes"]) >= PARITY_F
 
 
 def test_response_follows_the_documented_contract(api_client, live_triton):

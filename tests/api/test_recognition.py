@@ -12,7 +12,7 @@ from ocr_pipeline.text_evaluation import TextScore, load_text_truth, score_text,
 from tests.helpers import DATA, IMAGES
 from tests.image_factory import encode, text_page
 
-pytestmark = [pytest.mark.django_db, pytest.mark.triton]
+pytestmark = [pytest.mark.django_db, pytest.mark.triton, pytest.mark.quality]
 KOREAN_TEXT = "서울 평양\nSeoul Pyeongyang\n56Km 205Km"
 
 

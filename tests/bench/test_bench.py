@@ -19,6 +19,8 @@ from bench.traffic import tcp_counters
 
 from tests.helpers import IMAGES, reference_boxes
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 
 

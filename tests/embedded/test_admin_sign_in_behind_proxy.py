@@ -3,10 +3,13 @@ X-Forwarded-For, believed from the proxy only), not per the proxy's own address.
 
 import re
 
+import pytest
 import requests
 from requests.adapters import HTTPAdapter
 
 from .stack import ADMIN
+
+pytestmark = pytest.mark.slow
 
 LIMIT = 5                       # OCR_ADMIN_LOGIN_FAILURE_LIMIT's default
 

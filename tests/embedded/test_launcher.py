@@ -8,7 +8,7 @@ import pytest
 
 from ocr_embedded.launcher import EmbeddedTriton, TritonStartError
 
-pytestmark = pytest.mark.triton
+pytestmark = [pytest.mark.triton, pytest.mark.slow]
 
 
 def test_a_repository_that_cannot_load_fails_fast_with_the_log_tail(tmp_path):

@@ -12,6 +12,8 @@ import pytest
 
 from .conftest import UNAUTHENTICATED_RATE
 
+pytestmark = pytest.mark.slow
+
 CONNECTIONS = 8
 NOT_AN_IMAGE = b"plain text, refused with 415 after the limits have counted it"
 

@@ -16,6 +16,8 @@ from ocr_embedded.proxy import HEADER_BUFFER_BYTES, BufferingProxy, ProxySetting
 
 from .stack import raw_request
 
+pytestmark = pytest.mark.slow
+
 HEX32 = r"[0-9a-f]{32}"
 
 

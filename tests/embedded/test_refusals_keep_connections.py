@@ -28,7 +28,7 @@ VALID = (IMAGES / "img_1.jpg").read_bytes()
 #: Text read, so that Triton's response cache answers the repeats (it keeps no empty output).
 VALID_PATH = "/api/ocr?long_side=640"
 
-pytestmark = pytest.mark.triton
+pytestmark = [pytest.mark.triton, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

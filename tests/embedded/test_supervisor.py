@@ -14,6 +14,8 @@ from ocr_embedded.supervisor import TritonSupervisor, exit_reason
 
 from tests.helpers import ENGINE_CACHE, IMAGES
 
+pytestmark = pytest.mark.slow
+
 
 def test_exit_reasons_are_readable():
     assert exit_reason(-signal.SIGKILL) == "was killed by SIGKILL"

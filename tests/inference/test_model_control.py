@@ -12,7 +12,7 @@ from django.core.management import call_command
 
 from tests.helpers import IMAGES, copy_repository, running_triton
 
-pytestmark = [pytest.mark.django_db, pytest.mark.triton]
+pytestmark = [pytest.mark.django_db, pytest.mark.triton, pytest.mark.slow]
 KOREAN = (IMAGES / "korean.png").read_bytes()
 #: Every model the server loads at start (the ensemble, its steps, what its BLS step calls).
 SERVED = ["craft", "ensemble_ocr", "postprocess", "preprocess", "recognize", "recognizer",

@@ -18,7 +18,7 @@ from ocr_embedded.launcher import EmbeddedTriton, free_port
 
 from tests.helpers import ENGINE_CACHE, IMAGES
 
-pytestmark = pytest.mark.triton
+pytestmark = [pytest.mark.triton, pytest.mark.slow]
 IMAGE = (IMAGES / "img_1.jpg").read_bytes()
 
 

@@ -12,7 +12,7 @@ from ocr_api.inference import get_client
 
 from tests.helpers import IMAGES, python_backend_instances, running_triton
 
-pytestmark = [pytest.mark.django_db, pytest.mark.triton]
+pytestmark = [pytest.mark.django_db, pytest.mark.triton, pytest.mark.slow]
 KOREAN = (IMAGES / "korean.png").read_bytes()
 
 

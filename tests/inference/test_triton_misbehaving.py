@@ -8,7 +8,7 @@ import pytest
 
 from tests.helpers import IMAGES, running_triton
 
-pytestmark = [pytest.mark.django_db, pytest.mark.triton]
+pytestmark = [pytest.mark.django_db, pytest.mark.triton, pytest.mark.slow]
 
 BROKEN_CONFIG = """
 name: "broken_ocr"

@@ -8,6 +8,8 @@ from django.core.management import CommandError, call_command
 from tests.helpers import DATA, IMAGES, reference_boxes
 from tests.parity import PARITY_F, parity_f
 
+pytestmark = pytest.mark.quality
+
 GT = DATA / "icdar2015_gt.json"
 
 

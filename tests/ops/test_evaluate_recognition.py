@@ -7,6 +7,8 @@ from django.core.management import CommandError, call_command
 
 from tests.helpers import DATA, IMAGES
 
+pytestmark = pytest.mark.quality
+
 
 def test_command_refuses_a_missing_ground_truth(tmp_path):
     with pytest.raises(CommandError, match="cannot read the text ground truth"):

@@ -47,6 +47,9 @@ def case_images(long_side: int) -> dict[str, tuple[Path, list]]:
     return found
 
 
+pytestmark = pytest.mark.quality
+
+
 @pytest.fixture(scope="module", params=engine_cases(), ids=lambda case: "-".join(map(str, case)))
 def detected(request):
     """``(case, engines, {image name: boxes})`` for every case image: craft and refinenet
@@ -180,6 +183,7 @@ def test_missing_onnx_file_says_how_to_fetch(tmp_path):
 # -- through Triton ------------------------------------------------------------------------
 
 @pytest.mark.triton
+@pytest.mark.slow                                   # a Triton of its own
 def test_triton_runs_the_engine_the_environment_selects(tmp_path_factory):
     with running_triton(tmp_path_factory, "onnxruntime", models=("craft",), cache_bytes=0,
                         env={"OCR_ENGINE": "onnxruntime"}) as server:

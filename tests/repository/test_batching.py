@@ -10,7 +10,7 @@ from ocr_inference.requests import build_inputs
 
 from tests.helpers import IMAGES, running_triton
 
-pytestmark = pytest.mark.triton
+pytestmark = [pytest.mark.triton, pytest.mark.slow]
 NAMES = ["korean.png", "img_1.jpg", "idcard.png", "english.png"]  # four aspect ratios
 
 

@@ -13,7 +13,7 @@ from ocr_pipeline import engines, imaging, recognition
 from ocr_pipeline.precision import load_engine
 from tests.helpers import DATA, IMAGES
 
-pytestmark = pytest.mark.triton
+pytestmark = [pytest.mark.triton, pytest.mark.quality]
 VERSION = settings.TRITON_MODEL_REPOSITORY / "recognizer" / "1"
 
 
