@@ -28,7 +28,6 @@ import django  # noqa: E402
 
 django.setup()
 
-import pypdfium2 as pdfium  # noqa: E402
 import tritonclient.grpc as grpcclient  # noqa: E402
 from PIL import Image  # noqa: E402
 
@@ -38,6 +37,7 @@ from ocr_inference.client import TritonClient  # noqa: E402
 
 from . import triton_stats  # noqa: E402
 from .machine import describe_cpu  # noqa: E402
+from tests.helpers import blank_pdf  # noqa: E402
 from .pipeline import model_repository  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
@@ -54,15 +54,6 @@ def sample_documents() -> dict[str, bytes]:
     return {"two-page (english, idcard)": out.getvalue(),
             "linn.pdf (scan)": (DATA / "documents" / "ocrmypdf_linn.pdf").read_bytes(),
             "text.pdf (born digital)": (DATA / "documents" / "pypdfium2_text.pdf").read_bytes()}
-
-
-def blank_pdf(pages: int) -> bytes:
-    document = pdfium.PdfDocument.new()
-    for _ in range(pages):
-        document.new_page(595, 842)
-    out = io.BytesIO()
-    document.save(out)
-    return out.getvalue()
 
 
 def open_ms(data: bytes, max_pages: int = 10, runs: int = 5) -> tuple[float, str]:

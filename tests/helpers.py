@@ -1,5 +1,6 @@
 """Test data and helpers shared by the test packages (fixtures are in conftest.py)."""
 
+import io
 import json
 from contextlib import contextmanager
 from pathlib import Path
@@ -76,3 +77,15 @@ def copy_repository(target: Path) -> Path:
         else:
             destination.write_bytes(path.read_bytes())
     return target
+
+
+def blank_pdf(pages: int) -> bytes:
+    """A PDF of ``pages`` blank A4 pages (595 x 842 points), made with PDFium."""
+    import pypdfium2 as pdfium
+
+    document = pdfium.PdfDocument.new()
+    for _ in range(pages):
+        document.new_page(595, 842)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()

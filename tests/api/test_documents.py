@@ -17,7 +17,7 @@ from PIL import Image
 
 from ocr_api.models import OcrRequest
 from ocr_pipeline.text_evaluation import load_text_truth, score_text
-from tests.helpers import DATA, IMAGES
+from tests.helpers import DATA, IMAGES, blank_pdf
 
 pytestmark = [pytest.mark.django_db, pytest.mark.triton]
 DOCUMENTS = DATA / "documents"
@@ -223,18 +223,9 @@ def test_the_batch_endpoint_reads_pdfs_beside_images(api_client, live_triton, tw
 
 # -- refusals ------------------------------------------------------------------------------
 
-def pdf_of_pages(count: int) -> bytes:
-    document = pdfium.PdfDocument.new()
-    for _ in range(count):
-        document.new_page(595, 842)
-    out = io.BytesIO()
-    document.save(out)
-    return out.getvalue()
-
-
 @pytest.mark.parametrize("data, status, code", [
-    (pdf_of_pages(200), 413, "too_many_pages"),
-    (pdf_of_pages(0), 400, "document_empty"),
+    (blank_pdf(200), 413, "too_many_pages"),
+    (blank_pdf(0), 400, "document_empty"),
     ((DOCUMENTS / "pypdfium2_encrypted.pdf").read_bytes(), 400, "document_encrypted"),
     ((DOCUMENTS / "ocrmypdf_invalid.pdf").read_bytes(), 400, "document_undecodable"),
     (b"%PDF-1.7\n" + b"\x00" * 5000, 400, "document_undecodable"),
