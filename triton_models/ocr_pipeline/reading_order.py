@@ -136,3 +136,28 @@ def _same_paragraph(above: tuple, below: tuple) -> bool:
     return (gap <= PARAGRAPH_GAP * (height_a + height_b) / 2
             and max(height_a, height_b) <= PARAGRAPH_SIZE_RATIO * min(height_a, height_b)
             and narrower > 0 and overlap >= PARAGRAPH_OVERLAP * narrower)
+
+
+def layout(boxes: np.ndarray, angle: int = 0, width: int = 0,
+           height: int = 0) -> tuple[list[list[int]], np.ndarray, list[int]]:
+    """Lines, line polygons and paragraphs of a page turned by ``angle``, in its text's
+    reading order: the boxes are rotated into the upright page's frame
+    (:func:`ocr_pipeline.orientation.to_upright`), grouped there, and the line polygons
+    rotated back.
+
+    Args:
+        boxes: float32 ``[N, 4, 2]`` corners (x, y) in the turned image's pixels.
+        angle: the page's turn, clockwise degrees (0, 90, 180 or 270).
+        width, height: the turned image's size, pixels (unused for angle 0).
+
+    Returns:
+        ``(lines, polygons, paragraphs)``: :func:`lines_of` in the upright frame; float32
+        ``[L, 4, 2]`` each line's rectangle in the turned image's pixels, clockwise from the
+        text's top-left; :func:`paragraphs_of` for each line.
+    """
+    from .orientation import from_upright, to_upright
+
+    upright = to_upright(np.asarray(boxes, np.float32).reshape(-1, 4, 2), angle, width, height)
+    lines = lines_of(upright)
+    polygons = from_upright(line_polygons(upright, lines), angle, width, height)
+    return lines, polygons, paragraphs_of(upright, lines)

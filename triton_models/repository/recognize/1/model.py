@@ -1,5 +1,6 @@
-"""recognize: boxes + the decoded original -> the text of every box and the whole text
-(BLS over the recognizer and tesseract models; see config.pbtxt for why BLS)."""
+"""recognize: boxes + the decoded original -> which way up each box's text is and the page's
+angle (ocr_pipeline.orientation), the text of every box, the reading order in the text's own
+frame, and the whole text (BLS over the recognizer and tesseract models; see config.pbtxt)."""
 
 from pathlib import Path
 
@@ -7,18 +8,20 @@ import numpy as np
 import triton_python_backend_utils as pb_utils
 from ocr_contract.errors import INVALID_PARAMETER
 from ocr_contract.languages import TESSERACT
-from ocr_contract.parameters import LANGUAGE, RECOGNIZE, ParameterError
+from ocr_contract.parameters import (LANGUAGE, ORIENTATION, ORIENTATION_AUTO, RECOGNIZE,
+                                     ParameterError)
 from ocr_contract.tensors import RECOGNIZER_MODEL as RECOGNIZER
 from ocr_contract.tensors import TESSERACT_MODEL
 
-from ocr_pipeline import params, reading_order, recognition, routing, tesseract
+from ocr_pipeline import orientation, params, reading_order, recognition, routing, tesseract
 from ocr_pipeline.recognition import Reading
 from ocr_pipeline.triton_python import model_parameters, optional_input, refusal
 
 
 class TritonPythonModel:
-    """``ORIGINAL_IMAGE``, ``BOXES`` (+ optional ``RECOGNIZE``, ``LANGUAGE``) -> ``TEXTS``,
-    ``TEXT_SCORES``, ``TEXT``."""
+    """``ORIGINAL_IMAGE``, ``BOXES`` (+ optional ``RECOGNIZE``, ``LANGUAGE``, ``ORIENTATION``)
+    -> ``ORIENTED_BOXES``, ``ANGLE``, ``TEXTS``, ``TEXT_SCORES``, ``TEXT`` and the reading
+    order (``READING_ORDER``, ``LINE_OF_BOX``, ``LINE_BOXES``, ``PARAGRAPH_OF_LINE``)."""
 
     def initialize(self, args):
         self.batch = int(model_parameters(args)["recognizer_batch"])
@@ -33,28 +36,42 @@ class TritonPythonModel:
         try:
             wanted = params.read(RECOGNIZE, optional_input(request, RECOGNIZE.tensor))
             codes = params.read(LANGUAGE, optional_input(request, LANGUAGE.tensor))
+            auto = params.read(ORIENTATION, optional_input(request, ORIENTATION.tensor)) \
+                == ORIENTATION_AUTO
         except ParameterError as exc:
             return refusal(INVALID_PARAMETER, str(exc), exc.field)
         boxes = optional_input(request, "BOXES").reshape(-1, 4, 2)
         if not wanted or len(boxes) == 0:
-            return _response([], [], "")
+            return _response(boxes, 0, [], [], "", *reading_order.layout(boxes))
         image = optional_input(request, "ORIGINAL_IMAGE")
+        height, width = image.shape[:2]
+        route = routing.route(codes)
         try:
-            readings = self._read(image, boxes, routing.route(codes))
+            if auto:
+                decision = orientation.decide(image, boxes, self._recognizer,
+                                              recognition.CROP_MARGIN)
+                angle, known = decision.page, decision.readings
+                boxes = np.stack([orientation.oriented(box, a)
+                                  for box, a in zip(boxes, decision.angles)])
+            else:
+                angle, known = 0, None
+            readings = self._read(image, boxes, route, known)
         except pb_utils.TritonModelException as exc:
             return pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc)))
         texts = [reading.text for reading in readings]
-        lines = reading_order.lines_from(optional_input(request, "READING_ORDER"),
-                                         optional_input(request, "LINE_OF_BOX"))
-        text = reading_order.full_text(texts, lines)
-        return _response(texts, [reading.score for reading in readings], text)
+        lines, polygons, paragraphs = reading_order.layout(boxes, angle, width, height)
+        return _response(boxes, angle, texts, [reading.score for reading in readings],
+                         reading_order.full_text(texts, lines), lines, polygons, paragraphs)
 
-    def _read(self, image: np.ndarray, boxes: np.ndarray, route: routing.Route) -> list[Reading]:
-        """Each box's reading, by the route's recognizer (see ocr_pipeline.routing)."""
+    def _read(self, image: np.ndarray, boxes: np.ndarray, route: routing.Route,
+              known: list[Reading] | None = None) -> list[Reading]:
+        """Each box's reading, by the route's recognizer (see ocr_pipeline.routing);
+        ``known``: the recognizer's readings of these boxes, when already read."""
         if route.recognizer == TESSERACT:
             return self._tesseract(_crops(image, boxes, tesseract.CROP_MARGIN),
                                    route.tesseract_languages)
-        readings = self._recognizer(_crops(image, boxes, recognition.CROP_MARGIN))
+        readings = known if known is not None else \
+            self._recognizer(_crops(image, boxes, recognition.CROP_MARGIN))
         if route.auto:
             readings = routing.second_opinion(readings, lambda indices, languages: self._tesseract(
                 _crops(image, boxes[indices], tesseract.CROP_MARGIN), languages))
@@ -121,9 +138,19 @@ def _call(model: str, inputs: list, outputs: list[str]) -> list[np.ndarray]:
     return [pb_utils.get_output_tensor_by_name(response, name).as_numpy() for name in outputs]
 
 
-def _response(texts: list[str], scores: list[float], text: str):
+def _response(boxes: np.ndarray, angle: int, texts: list[str], scores: list[float], text: str,
+              lines: list[list[int]], polygons: np.ndarray, paragraphs: list[int]):
+    """The step's outputs (config.pbtxt): boxes with their corners from their text's
+    top-left, the page angle, the texts, and the reading order (:func:`reading_order.layout`)."""
     return pb_utils.InferenceResponse(output_tensors=[
+        pb_utils.Tensor("ORIENTED_BOXES", np.asarray(boxes, np.float32).reshape(-1, 4, 2)),
+        pb_utils.Tensor("ANGLE", np.array([angle], np.int32)),
         pb_utils.Tensor("TEXTS", np.array([t.encode("utf-8") for t in texts], dtype=object)),
         pb_utils.Tensor("TEXT_SCORES", np.array(scores, dtype=np.float32)),
         pb_utils.Tensor("TEXT", np.array([text.encode("utf-8")], dtype=object)),
+        pb_utils.Tensor("READING_ORDER", np.array(reading_order.reading_order(lines), np.int32)),
+        pb_utils.Tensor("LINE_OF_BOX", np.array(reading_order.line_of_box(lines, len(boxes)),
+                                                np.int32)),
+        pb_utils.Tensor("LINE_BOXES", np.asarray(polygons, np.float32).reshape(-1, 4, 2)),
+        pb_utils.Tensor("PARAGRAPH_OF_LINE", np.array(paragraphs, np.int32)),
     ])
