@@ -127,3 +127,16 @@ def test_decision_finds_the_page_and_an_upside_down_line(angle):
     assert decision.angles == [angle, angle, angle, (angle + 180) % 360]
     assert all(reading.score == 0.95 for reading in decision.readings)
     assert reader.crops == 2 * 4 + 4          # every box voted (both ways), then read once
+
+
+def test_an_upside_down_line_reads_right_to_left_in_the_page_and_starts_at_its_own_corner():
+    """Two lines of an upright page; the second is upside down (its boxes' angle 180): its
+    words run right to left on the page, so its reading order is reversed."""
+    words = [rect(20, 20, 120, 50), rect(140, 20, 260, 50),
+             orientation.oriented(rect(20, 60, 100, 90), 180),     # its second word
+             orientation.oriented(rect(120, 60, 240, 90), 180)]    # its first word
+    lines, polygons, _ = reading_order.layout(np.stack(words), 0, 400, 300,
+                                              flipped=[False, False, True, True])
+    assert lines == [[0, 1], [3, 2]]
+    np.testing.assert_allclose(polygons[1], orientation.oriented(rect(20, 60, 240, 90), 180),
+                               atol=1e-3)

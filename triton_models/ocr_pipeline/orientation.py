@@ -165,9 +165,10 @@ def window(crop: np.ndarray, aspect: float) -> np.ndarray:
 #: ways).
 FLIP_RATIO = 2.0
 #: A box read the page's way up with a confidence below this is read turned 180 too, and kept
-#: the way that reads with more confidence. Validation boxes (>= 2:1): 0.8 re-reads 1.3 % of
-#: upright boxes and flips none wrongly, and corrects 92 % of upside-down ones (0.9: re-reads
-#: 9.4 %, one wrong flip).
+#: turned when that reads with more confidence and at least this much (text the recognizer
+#: cannot read either way, e.g. Hangul, stays the page's way up). Validation boxes (>= 2:1):
+#: 0.8 re-reads 1.3 % of upright boxes and flips none wrongly, and corrects 91 % of
+#: upside-down ones (0.9: re-reads 9.4 %, one wrong flip).
 FLIP_SCORE = 0.8
 #: The page vote reads this many boxes (the largest elongated ones) both ways up.
 SAMPLE = 8
@@ -189,14 +190,15 @@ def decide(image: np.ndarray, boxes: np.ndarray, read: Callable[[list], list],
            margin: float) -> Decision:
     """Which way up every box is, read by the recognizer at the chosen angles.
 
-    1. The page: the :data:`SAMPLE` largest boxes at least :data:`FLIP_RATIO` long are read
-       at both candidates of their axis (middle windows, :func:`window`); each takes the
+    1. The page: the :data:`SAMPLE` largest boxes at least :data:`FLIP_RATIO` long (or, too
+       few of them, :data:`AXIS_RATIO`) are read at both candidates of their axis (middle windows, :func:`window`); each takes the
        candidate read with more confidence; the page angle is their area-weighted vote.
     2. Every other box is read at the page angle when it is square or lies along the page's
        axis; a box across it (a vertical label on an upright page) at its axis's first
        candidate.
     3. Boxes across the page's axis, and long boxes read below :data:`FLIP_SCORE`, are read
-       turned 180 too; the more confident reading wins.
+       turned 180 too; the more confident reading wins (for a long box along the page's
+       axis, only when it reaches :data:`FLIP_SCORE`).
 
     Args:
         image: uint8 ``[H, W, 3]`` RGB, the upright-decoded original the boxes are in.
@@ -219,8 +221,9 @@ def decide(image: np.ndarray, boxes: np.ndarray, read: Callable[[list], list],
     def crop(i: int, angle: int) -> np.ndarray:
         return crop_box(image, expand_box(oriented(boxes[i], angle % 360), width, height, margin))
 
-    voters = sorted((i for i in range(len(boxes)) if axes[i] is not None and long_[i]),
-                    key=lambda i: -areas[i])[:SAMPLE]
+    # The largest boxes whose axis is known, long ones first (a page of short words: those).
+    voters = sorted((i for i in range(len(boxes)) if axes[i] is not None),
+                    key=lambda i: (not long_[i], -areas[i]))[:SAMPLE]
     both = read([window(crop(i, axes[i] + turn), WINDOW_ASPECT)
                  for i in voters for turn in (0, 180)])
     own = {i: axes[i] + (180 if both[2 * k + 1].score > both[2 * k].score else 0)
@@ -236,10 +239,10 @@ def decide(image: np.ndarray, boxes: np.ndarray, read: Callable[[list], list],
 
     angles = [first(i) for i in range(len(boxes))]
     readings = list(read([crop(i, angles[i]) for i in range(len(boxes))]))
+    across = [axes[i] is not None and axes[i] != page % 180 for i in range(len(boxes))]
     doubt = [i for i in range(len(boxes)) if i not in own and (
-        (axes[i] is not None and axes[i] != page % 180)
-        or (long_[i] and readings[i].score < FLIP_SCORE))]
+        across[i] or (long_[i] and readings[i].score < FLIP_SCORE))]
     for i, reading in zip(doubt, read([crop(i, angles[i] + 180) for i in doubt])):
-        if reading.score > readings[i].score:
+        if reading.score > readings[i].score and (across[i] or reading.score >= FLIP_SCORE):
             angles[i], readings[i] = (angles[i] + 180) % 360, reading
     return Decision(angles, page, readings)

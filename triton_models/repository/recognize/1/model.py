@@ -51,15 +51,16 @@ class TritonPythonModel:
                 decision = orientation.decide(image, boxes, self._recognizer,
                                               recognition.CROP_MARGIN)
                 angle, known = decision.page, decision.readings
+                flipped = [(a - angle) % 360 == 180 for a in decision.angles]
                 boxes = np.stack([orientation.oriented(box, a)
                                   for box, a in zip(boxes, decision.angles)])
             else:
-                angle, known = 0, None
+                angle, known, flipped = 0, None, None
             readings = self._read(image, boxes, route, known)
         except pb_utils.TritonModelException as exc:
             return pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc)))
         texts = [reading.text for reading in readings]
-        lines, polygons, paragraphs = reading_order.layout(boxes, angle, width, height)
+        lines, polygons, paragraphs = reading_order.layout(boxes, angle, width, height, flipped)
         return _response(boxes, angle, texts, [reading.score for reading in readings],
                          reading_order.full_text(texts, lines), lines, polygons, paragraphs)
 
