@@ -192,7 +192,8 @@ def decide(image: np.ndarray, boxes: np.ndarray, read: Callable[[list], list],
 
     1. The page: the :data:`SAMPLE` largest boxes at least :data:`FLIP_RATIO` long (or, too
        few of them, :data:`AXIS_RATIO`) are read at both candidates of their axis (middle windows, :func:`window`); each takes the
-       candidate read with more confidence; the page angle is their area-weighted vote.
+       candidate read with more confidence; those that read at least :data:`FLIP_SCORE`
+       that way vote, and the page angle is their area-weighted vote.
     2. Every other box is read at the page angle when it is square or lies along the page's
        axis; a box across it (a vertical label on an upright page) at its axis's first
        candidate.
@@ -226,9 +227,15 @@ def decide(image: np.ndarray, boxes: np.ndarray, read: Callable[[list], list],
                     key=lambda i: (not long_[i], -areas[i]))[:SAMPLE]
     both = read([window(crop(i, axes[i] + turn), WINDOW_ASPECT)
                  for i in voters for turn in (0, 180)])
-    own = {i: axes[i] + (180 if both[2 * k + 1].score > both[2 * k].score else 0)
-           for k, i in enumerate(voters)}
-    page = page_angle([own[i] for i in voters], [areas[i] for i in voters])
+    # A voter counts when it reads well (FLIP_SCORE) one of its two ways: a word the
+    # recognizer cannot read either way (Hangul reads about 0.5 both ways) does not vote, and
+    # is then read as any other box.
+    own = {}
+    for k, i in enumerate(voters):
+        turned = both[2 * k + 1].score > both[2 * k].score
+        if both[2 * k + int(turned)].score >= FLIP_SCORE:
+            own[i] = axes[i] + (180 if turned else 0)
+    page = page_angle(list(own.values()), [areas[i] for i in own])
 
     def first(i: int) -> int:
         if i in own:
