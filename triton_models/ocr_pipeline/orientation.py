@@ -186,14 +186,48 @@ class Decision:
     readings: list
 
 
+def _crop(image: np.ndarray, box: np.ndarray, angle: int, margin: float) -> np.ndarray:
+    """The box's text upright: :func:`oriented` corners, grown, warped (recognition)."""
+    from .recognition import crop_box, expand_box
+
+    height, width = image.shape[:2]
+    return crop_box(image, expand_box(oriented(box, angle % 360), width, height, margin))
+
+
+def vote(image: np.ndarray, boxes: np.ndarray, read: Callable[[list], list],
+         margin: float) -> tuple[int, dict[int, int]]:
+    """The page's angle, from the :data:`SAMPLE` largest boxes at least :data:`FLIP_RATIO`
+    long (too few of them: :data:`AXIS_RATIO`), each read at both candidates of its axis
+    (middle windows, :func:`window`); a box votes for the candidate read with more confidence
+    when that reading reaches :data:`FLIP_SCORE` (a word the recognizer cannot read either
+    way, e.g. Hangul at about 0.5 both ways, does not vote), weighted by its area.
+
+    Args: as :func:`decide`.
+
+    Returns:
+        ``(page angle, {box index: its angle})`` for the boxes that voted.
+    """
+    boxes = np.asarray(boxes, np.float32).reshape(-1, 4, 2)
+    axes = [box_axis(box) for box in boxes]
+    long_ = [elongation(box) >= FLIP_RATIO for box in boxes]
+    areas = [area(box) for box in boxes]
+    voters = sorted((i for i in range(len(boxes)) if axes[i] is not None),
+                    key=lambda i: (not long_[i], -areas[i]))[:SAMPLE]
+    both = read([window(_crop(image, boxes[i], axes[i] + turn, margin), WINDOW_ASPECT)
+                 for i in voters for turn in (0, 180)])
+    own = {}
+    for k, i in enumerate(voters):
+        turned = both[2 * k + 1].score > both[2 * k].score
+        if both[2 * k + int(turned)].score >= FLIP_SCORE:
+            own[i] = axes[i] + (180 if turned else 0)
+    return page_angle(list(own.values()), [areas[i] for i in own]), own
+
+
 def decide(image: np.ndarray, boxes: np.ndarray, read: Callable[[list], list],
-           margin: float) -> Decision:
+           margin: float, voted: tuple[int, dict[int, int]] | None = None) -> Decision:
     """Which way up every box is, read by the recognizer at the chosen angles.
 
-    1. The page: the :data:`SAMPLE` largest boxes at least :data:`FLIP_RATIO` long (or, too
-       few of them, :data:`AXIS_RATIO`) are read at both candidates of their axis (middle windows, :func:`window`); each takes the
-       candidate read with more confidence; those that read at least :data:`FLIP_SCORE`
-       that way vote, and the page angle is their area-weighted vote.
+    1. The page: :func:`vote` (or ``voted``, its result for these boxes).
     2. Every other box is read at the page angle when it is square or lies along the page's
        axis; a box across it (a vertical label on an upright page) at its axis's first
        candidate.
@@ -207,35 +241,15 @@ def decide(image: np.ndarray, boxes: np.ndarray, read: Callable[[list], list],
         read: crops (uint8 ``[h, w, 3]`` horizontal lines) -> one
             :class:`ocr_pipeline.recognition.Reading` each.
         margin: crop margin, share of the box height (:func:`recognition.expand_box`).
+        voted: :func:`vote`'s result, when already known.
 
     Returns:
         a :class:`Decision` (angles clockwise degrees, one per box).
     """
-    from .recognition import crop_box, expand_box
-
     boxes = np.asarray(boxes, np.float32).reshape(-1, 4, 2)
-    height, width = image.shape[:2]
     axes = [box_axis(box) for box in boxes]
     long_ = [elongation(box) >= FLIP_RATIO for box in boxes]
-    areas = [area(box) for box in boxes]
-
-    def crop(i: int, angle: int) -> np.ndarray:
-        return crop_box(image, expand_box(oriented(boxes[i], angle % 360), width, height, margin))
-
-    # The largest boxes whose axis is known, long ones first (a page of short words: those).
-    voters = sorted((i for i in range(len(boxes)) if axes[i] is not None),
-                    key=lambda i: (not long_[i], -areas[i]))[:SAMPLE]
-    both = read([window(crop(i, axes[i] + turn), WINDOW_ASPECT)
-                 for i in voters for turn in (0, 180)])
-    # A voter counts when it reads well (FLIP_SCORE) one of its two ways: a word the
-    # recognizer cannot read either way (Hangul reads about 0.5 both ways) does not vote, and
-    # is then read as any other box.
-    own = {}
-    for k, i in enumerate(voters):
-        turned = both[2 * k + 1].score > both[2 * k].score
-        if both[2 * k + int(turned)].score >= FLIP_SCORE:
-            own[i] = axes[i] + (180 if turned else 0)
-    page = page_angle(list(own.values()), [areas[i] for i in own])
+    page, own = voted if voted is not None else vote(image, boxes, read, margin)
 
     def first(i: int) -> int:
         if i in own:
@@ -245,11 +259,13 @@ def decide(image: np.ndarray, boxes: np.ndarray, read: Callable[[list], list],
         return axes[i]
 
     angles = [first(i) for i in range(len(boxes))]
-    readings = list(read([crop(i, angles[i]) for i in range(len(boxes))]))
+    readings = list(read([_crop(image, boxes[i], angles[i], margin)
+                          for i in range(len(boxes))]))
     across = [axes[i] is not None and axes[i] != page % 180 for i in range(len(boxes))]
     doubt = [i for i in range(len(boxes)) if i not in own and (
         across[i] or (long_[i] and readings[i].score < FLIP_SCORE))]
-    for i, reading in zip(doubt, read([crop(i, angles[i] + 180) for i in doubt])):
+    for i, reading in zip(doubt, read([_crop(image, boxes[i], angles[i] + 180, margin)
+                                       for i in doubt])):
         if reading.score > readings[i].score and (across[i] or reading.score >= FLIP_SCORE):
             angles[i], readings[i] = (angles[i] + 180) % 360, reading
     return Decision(angles, page, readings)
