@@ -82,8 +82,9 @@ def test_an_unknown_orientation_is_refused(api_client, live_triton):
     response = api_client.post("/api/ocr?orientation=sideways",
                                {"image": io.BytesIO((IMAGES / "english.png").read_bytes())},
                                format="multipart")
-    assert response.status_code == 400
-    assert response.json()["code"] == "invalid_parameter"
+    error = response.json()["error"]
+    assert (response.status_code, error["code"], error["field"]) == \
+        (400, "invalid_parameter", "orientation")
 
 
 def test_an_upside_down_line_on_an_upright_page(api_client, live_triton, upright):
