@@ -69,8 +69,9 @@ class TritonPythonModel:
                     decision = orientation.decide(image, boxes, self._recognizer,
                                                   recognition.CROP_MARGIN, voted)
                 known = decision.readings
-                # the angles are the upright page's now: 180 is a line upside down on it
-                flipped = [a == 180 for a in decision.angles]
+                # A line upside down on the page read; a turned page's second vote is 0 unless
+                # the first took 90 for 270 or the reverse (then 180: the page's angle is that).
+                flipped = [(a - decision.page) % 360 == 180 for a in decision.angles]
                 boxes = np.stack([orientation.oriented(box, a)
                                   for box, a in zip(boxes, decision.angles)]) \
                     if len(boxes) else boxes.reshape(0, 4, 2)
@@ -79,6 +80,7 @@ class TritonPythonModel:
             return pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc)))
         if angle:
             boxes = orientation.from_upright(boxes, angle, width, height)
+            angle = (angle + decision.page) % 360
         texts = [reading.text for reading in readings]
         lines, polygons, paragraphs = reading_order.layout(boxes, angle, width, height, flipped)
         return _response(boxes, scores, angle, texts, [reading.score for reading in readings],
