@@ -200,7 +200,7 @@ def page_body(result: OcrResult, document: Document, index: int, recognized: boo
                                           if lines[i]["text"])
     body = {"page": index + 1, "model": {"name": result.model_name,
                                          "version": result.model_version},
-            "width": result.width, "height": result.height}
+            "width": result.width, "height": result.height, "angle": result.angle}
     if recognized:
         body["text"] = result.text
     return {**body, "boxes": boxes, "lines": lines, "paragraphs": paragraphs}
@@ -218,8 +218,10 @@ def document_body(document: Document, pages: list[dict]) -> dict:
     model = pages[0]["model"]
     if not document.paged:
         [page] = pages
-        image = {"width": page["width"], "height": page["height"], "format": document.format}
-        rest = {k: v for k, v in page.items() if k not in ("page", "model", "width", "height")}
+        image = {"width": page["width"], "height": page["height"], "format": document.format,
+                 "angle": page["angle"]}
+        rest = {k: v for k, v in page.items()
+                if k not in ("page", "model", "width", "height", "angle")}
         return {"model": model, "image": image, **rest}
     pages = [{k: v for k, v in page.items() if k != "model" or v != model} for page in pages]
     body = {"model": model, "document": {"format": document.format,

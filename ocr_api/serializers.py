@@ -93,6 +93,9 @@ def _parameter_field(parameter: Parameter) -> serializers.Field:
         return StrictBooleanField(required=False, help_text=help_text)
     if parameter is LANGUAGE:
         return LanguageField(required=False, max_length=200, help_text=help_text)
+    if parameter.choices:
+        return serializers.ChoiceField(choices=parameter.choices, required=False,
+                                       help_text=help_text)
     raise TypeError(f"no serializer field for {parameter.name} ({parameter.dtype})")
 
 
@@ -136,10 +139,16 @@ class ModelSerializer(serializers.Serializer):
     version = serializers.CharField()
 
 
+_ANGLE_HELP = ("The page's angle found, degrees clockwise (0, 90, 180 or 270): the image is the "
+               "upright page turned this far. Points stay in the uploaded image's pixels. 0 with "
+               "orientation=upright or recognize=false.")
+
+
 class ImageSerializer(serializers.Serializer):
     width = serializers.IntegerField(help_text="Upright (EXIF-transposed) width, pixels.")
     height = serializers.IntegerField(help_text="Upright (EXIF-transposed) height, pixels.")
     format = serializers.CharField(help_text="Format sniffed from the bytes, e.g. JPEG.")
+    angle = serializers.IntegerField(help_text=_ANGLE_HELP)
 
 
 def _points(help_text: str) -> serializers.ListField:
@@ -149,7 +158,8 @@ def _points(help_text: str) -> serializers.ListField:
 
 
 class BoxSerializer(serializers.Serializer):
-    points = _points("4 corners [x, y] in the page's pixels, clockwise from the top-left.")
+    points = _points("4 corners [x, y] in the page's pixels, clockwise from the top-left of the "
+                     "box's own text (the first two run along the text, whichever way up).")
     score = serializers.FloatField(help_text="Peak region score of the word, 0..1.")
     text = serializers.CharField(required=False,
                                  help_text="The text read in the box (absent with recognize=false).")
@@ -177,7 +187,7 @@ class ParagraphSerializer(serializers.Serializer):
 
 
 _TEXT_HELP = ("The whole text in reading order: boxes grouped into lines, lines top to bottom, "
-              "boxes left to right; a line's texts joined by a space, lines by a newline "
+              "boxes left to right, in the upright page's frame (image.angle undone); a line's texts joined by a space, lines by a newline "
               "(absent with recognize=false).")
 
 
@@ -198,6 +208,7 @@ class PageSerializer(PageContentSerializer):
     width = serializers.IntegerField(help_text="Width of the page as read, pixels (a PDF page "
                                                "rendered at OCR_PDF_DPI).")
     height = serializers.IntegerField(help_text="Height of the page as read, pixels.")
+    angle = serializers.IntegerField(help_text=_ANGLE_HELP)
     model = ModelSerializer(required=False, help_text="Only when another version than the "
                                                       "answer's read this page.")
 

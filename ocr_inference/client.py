@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import tritonclient.grpc as grpcclient
-from ocr_contract.tensors import (BOXES, ENSEMBLE, IMAGE_SIZE, LINE_BOXES, LINE_OF_BOX,
+from ocr_contract.tensors import (ANGLE, BOXES, ENSEMBLE, IMAGE_SIZE, LINE_BOXES, LINE_OF_BOX,
                                   PARAGRAPH_OF_LINE, READING_ORDER, SCORES, TEXT, TEXT_SCORES,
                                   TEXTS)
 from tritonclient.utils import InferenceServerException
@@ -77,6 +77,7 @@ class OcrResult:
         line_of_box: int32 ``[N]`` each box's line (0-based, reading order).
         line_boxes: float32 ``[L, 4, 2]`` each line's rectangle, original-image pixels.
         paragraph_of_line: int32 ``[L]`` each line's paragraph (0-based).
+        angle: the page's angle, clockwise degrees (0, 90, 180, 270).
     """
 
     boxes: np.ndarray
@@ -93,6 +94,7 @@ class OcrResult:
     line_of_box: np.ndarray
     line_boxes: np.ndarray
     paragraph_of_line: np.ndarray
+    angle: int = 0
 
 
 class TritonClient:
@@ -304,6 +306,7 @@ class TritonClient:
             line_of_box = result.as_numpy(LINE_OF_BOX.name).reshape(-1)
             line_boxes = result.as_numpy(LINE_BOXES.name).reshape(-1, 4, 2)
             paragraphs = result.as_numpy(PARAGRAPH_OF_LINE.name).reshape(-1)
+            angle = int(result.as_numpy(ANGLE.name).reshape(-1)[0])
             if len(boxes) != len(scores) or len(texts) not in (0, len(boxes)) \
                     or len(text_scores) != len(texts) or len(order) != len(boxes) \
                     or len(line_of_box) != len(boxes) or len(paragraphs) != len(line_boxes) \
@@ -320,7 +323,7 @@ class TritonClient:
                          model_name=response.model_name, model_version=response.model_version,
                          inference_ms=elapsed_ms, texts=texts, text_scores=text_scores,
                          text=text, reading_order=order, line_of_box=line_of_box,
-                         line_boxes=line_boxes, paragraph_of_line=paragraphs)
+                         line_boxes=line_boxes, paragraph_of_line=paragraphs, angle=angle)
 
     # -- health ----------------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ class Parameter:
         description: one line for the OpenAPI schema and the README.
         minimum, maximum: bounds, numbers or :class:`~ocr_contract.limits.Limit` settings.
         exclusive: the bounds themselves are excluded (an open interval).
+        choices: for a BYTES parameter, the values allowed (empty: any).
     """
 
     name: str
@@ -46,6 +47,7 @@ class Parameter:
     minimum: float | Limit | None = None
     maximum: float | Limit | None = None
     exclusive: bool = False
+    choices: tuple[str, ...] = ()
 
     def bounds(self, resolve: Callable[[Limit], int] = Limit.read) -> tuple | None:
         """``(minimum, maximum)``, None when unbounded.
@@ -74,6 +76,11 @@ class Parameter:
                 return languages.parse(value)
             except ValueError as exc:
                 raise ParameterError(self.name, f"{self.name}: {exc}") from None
+        if self.choices:
+            if value not in self.choices:
+                raise ParameterError(self.name, f"{self.name} must be one of "
+                                                f"{', '.join(self.choices)}, got {value!r}")
+            return value
         bounds = self.bounds(resolve)
         if bounds is None:
             return value
@@ -108,7 +115,16 @@ RECOGNIZE = Parameter("recognize", "RECOGNIZE", "BOOL", True,
 LANGUAGE = Parameter("language", "LANGUAGE", "BYTES", languages.AUTO,
                      "'auto', or ISO 639-1 codes separated by commas (e.g. 'ko,en').")
 
+#: ``orientation``'s values: find each line's and the page's angle, or take the image as
+#: upright (as before orientation existed; a little faster).
+ORIENTATION_AUTO, ORIENTATION_UPRIGHT = "auto", "upright"
+ORIENTATION = Parameter("orientation", "ORIENTATION", "BYTES", ORIENTATION_AUTO,
+                        "'auto': find the page's angle (0/90/180/270) and read every line the "
+                        "right way up; 'upright': take the image as upright.",
+                        choices=(ORIENTATION_AUTO, ORIENTATION_UPRIGHT))
+
 #: Every parameter, in documentation order.
-PARAMETERS = (TEXT_THRESHOLD, LINK_THRESHOLD, LOW_TEXT, LONG_SIDE, REFINE, RECOGNIZE, LANGUAGE)
+PARAMETERS = (TEXT_THRESHOLD, LINK_THRESHOLD, LOW_TEXT, LONG_SIDE, REFINE, RECOGNIZE, LANGUAGE,
+              ORIENTATION)
 BY_NAME = {parameter.name: parameter for parameter in PARAMETERS}
 BY_TENSOR = {parameter.tensor: parameter for parameter in PARAMETERS}

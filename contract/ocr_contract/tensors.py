@@ -40,7 +40,8 @@ IMAGE_BYTES = Tensor("IMAGE_BYTES", "BYTES", (1,), "the encoded image file")
 PAGE = Tensor("PAGE", "INT32", (1,), "0-based page of a multi-page file")
 
 BOXES = Tensor("BOXES", "FP32", (-1, 4, 2),
-               "corners (x, y) in upright original-image pixels, clockwise from the top-left")
+               "corners (x, y) in the (EXIF-transposed) uploaded image's pixels, clockwise "
+               "from the top-left of the box's own text")
 SCORES = Tensor("SCORES", "FP32", (-1,), "peak region score of each box, 0..1")
 IMAGE_SIZE = Tensor("IMAGE_SIZE", "INT32", (2,), "(width, height) after EXIF transpose")
 TEXTS = Tensor("TEXTS", "BYTES", (-1,),
@@ -61,6 +62,10 @@ LINE_BOXES = Tensor("LINE_BOXES", "FP32", (-1, 4, 2),
 PARAGRAPH_OF_LINE = Tensor("PARAGRAPH_OF_LINE", "INT32", (-1,),
                            "the paragraph (0-based, reading order) of each line")
 
+ANGLE = Tensor("ANGLE", "INT32", (1,),
+               "the page's angle, clockwise degrees (0, 90, 180, 270): the image is the upright "
+               "page turned this far (0 when orientation is upright or nothing was read)")
+
 #: The outputs the gateway requests, in order.
 OUTPUTS = (BOXES, SCORES, IMAGE_SIZE, TEXTS, TEXT_SCORES, TEXT, READING_ORDER, LINE_OF_BOX,
-           LINE_BOXES, PARAGRAPH_OF_LINE)
+           LINE_BOXES, PARAGRAPH_OF_LINE, ANGLE)

@@ -209,7 +209,7 @@ def test_a_broken_later_tiff_page_does_not_break_the_header_probe(api_client, li
     response = api_client.post("/api/ocr", data=_tiff_with_a_broken_second_page(),
                                content_type="image/tiff")
     assert response.status_code == 200                # only the first page is looked at
-    assert response.json()["image"] == {"width": 64, "height": 64, "format": "TIFF"}
+    assert response.json()["image"] == {"width": 64, "height": 64, "format": "TIFF", "angle": 0}
 
 
 def test_wrong_method_and_unknown_urls_use_the_error_shape(api_client):

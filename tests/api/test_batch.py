@@ -38,7 +38,7 @@ def test_results_come_in_order_each_with_its_own_status(api_client, live_triton)
     assert results[1]["error"]["code"] == "image_undecodable"
     assert results[3]["error"]["code"] == "unsupported_media_type"
     assert [len(results[i]["boxes"]) for i in (0, 2, 4)] == [6, 7, 22]
-    assert results[4]["image"] == {"width": 1000, "height": 630, "format": "WEBP"}
+    assert results[4]["image"] == {"width": 1000, "height": 630, "format": "WEBP", "angle": 0}
     single = api_client.post("/api/ocr", data=korean, content_type="image/png").json()
     assert results[0]["boxes"] == single["boxes"]
 

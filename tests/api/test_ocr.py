@@ -31,7 +31,7 @@ def test_response_follows_the_documented_contract(api_client, live_triton):
     assert [p["lines"] for p in body["paragraphs"]] == [[0, 1, 2]]
     assert body["request_id"] == response["X-Request-ID"]
     assert body["model"] == {"name": "ensemble_ocr", "version": "1"}
-    assert body["image"] == {"width": 629, "height": 420, "format": "PNG"}
+    assert body["image"] == {"width": 629, "height": 420, "format": "PNG", "angle": 0}
     assert len(body["boxes"]) == 6
     for box in body["boxes"]:
         assert len(box["points"]) == 4 and all(len(p) == 2 for p in box["points"])

@@ -16,4 +16,4 @@ def test_text_on_transparency_is_read_in_either_colour(api_client, live_triton, 
     assert response.status_code == 200
     body = response.json()
     assert body["text"] == "我是中国人"              # RapidOCR's own test expects the same
-    assert body["image"] == {"width": 1890, "height": 503, "format": "PNG"}
+    assert body["image"] == {"width": 1890, "height": 503, "format": "PNG", "angle": 0}

@@ -98,7 +98,8 @@ def test_the_runbooks_curl_answers_the_boxes_and_text_make_serve_answers():
     assert "boxes" in reference, reference
     assert "boxes" in stack, stack
     assert stack["model"] == reference["model"]
-    assert stack["image"] == reference["image"] == {"width": 629, "height": 420, "format": "PNG"}
+    assert stack["image"] == reference["image"] == {"width": 629, "height": 420, "format": "PNG",
+                                                         "angle": 0}
     f = parity_f([b["points"] for b in stack["boxes"]], [b["points"] for b in reference["boxes"]])
     with open(ENV["STACK_FIGURES"], "a") as figures:
         figures.write(

@@ -319,3 +319,23 @@ def _prepared(rgb: Image.Image, full_size: tuple[int, int] | None, long_side: in
 
 def _round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
+
+
+def turned_png(data: bytes, angle: int) -> bytes:
+    """An image file turned ``angle`` degrees clockwise, as a PNG without EXIF (what a phone
+    app sends after stripping metadata; for evaluations and tests of orientation).
+
+    Args:
+        data: an encoded image in an accepted format (decoded upright, RGB, as the pipeline
+            decodes it: :func:`decode_image`).
+        angle: 0, 90, 180 or 270.
+
+    Returns:
+        the PNG bytes of ``np.rot90(upright, k=-angle // 90)``.
+    """
+    if angle not in (0, 90, 180, 270):
+        raise ValueError(f"angle must be 0, 90, 180 or 270, got {angle}")
+    pixels = np.rot90(np.asarray(decode_image(data)), k=-angle // 90)
+    out = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(pixels)).save(out, format="PNG")
+    return out.getvalue()

@@ -136,3 +136,39 @@ def _same_paragraph(above: tuple, below: tuple) -> bool:
     return (gap <= PARAGRAPH_GAP * (height_a + height_b) / 2
             and max(height_a, height_b) <= PARAGRAPH_SIZE_RATIO * min(height_a, height_b)
             and narrower > 0 and overlap >= PARAGRAPH_OVERLAP * narrower)
+
+
+def layout(boxes: np.ndarray, angle: int = 0, width: int = 0, height: int = 0,
+           flipped=None) -> tuple[list[list[int]], np.ndarray, list[int]]:
+    """Lines, line polygons and paragraphs of a page turned by ``angle``, in its text's
+    reading order: the boxes are rotated into the upright page's frame
+    (:func:`ocr_pipeline.orientation.to_upright`), grouped there, and the line polygons
+    rotated back.
+
+    Args:
+        boxes: float32 ``[N, 4, 2]`` corners (x, y) in the turned image's pixels.
+        angle: the page's turn, clockwise degrees (0, 90, 180 or 270).
+        width, height: the turned image's size, pixels (unused for angle 0).
+        flipped: optional bool ``[N]``, each box upside down against the page (its angle is
+            the page's + 180): a line whose boxes are mostly flipped (by area) is read right
+            to left in the upright frame, and its polygon starts at its own text's top-left.
+
+    Returns:
+        ``(lines, polygons, paragraphs)``: :func:`lines_of` in the upright frame; float32
+        ``[L, 4, 2]`` each line's rectangle in the turned image's pixels, clockwise from the
+        text's top-left; :func:`paragraphs_of` for each line.
+    """
+    from .orientation import from_upright, to_upright
+
+    from .orientation import area
+
+    upright = to_upright(np.asarray(boxes, np.float32).reshape(-1, 4, 2), angle, width, height)
+    lines = lines_of(upright)
+    polygons = line_polygons(upright, lines)
+    if flipped is not None:
+        for number, line in enumerate(lines):
+            weights = [area(upright[i]) * (1 if flipped[i] else -1) for i in line]
+            if sum(weights) > 0:
+                line.reverse()
+                polygons[number] = np.roll(polygons[number], -2, axis=0)
+    return lines, from_upright(polygons, angle, width, height), paragraphs_of(upright, lines)

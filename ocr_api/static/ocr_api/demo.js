@@ -299,7 +299,8 @@
     resultBox.hidden = false;
     document.getElementById("summary").textContent =
       count + (count === 1 ? " box" : " boxes") + " · " + width + " × " + height + " " +
-      data.image.format + " · " + formatMs(data.timing_ms.total) + " in the gateway (" +
+      data.image.format + (data.image.angle ? " turned " + data.image.angle + "°" : "") +
+      " · " + formatMs(data.timing_ms.total) + " in the gateway (" +
       formatMs(data.timing_ms.inference) + " inference), " + formatMs(roundTripMs) +
       " round trip";
     document.getElementById("summary").dataset.count = String(count);
@@ -428,13 +429,22 @@
   });
 
   // The box's text just above its top edge, sized to the box (image pixels, like the points).
+  // The points start at the top-left of the box's own text, so on a turned page the label is
+  // turned with its line (along points[0] -> points[1]).
   function label(box) {
     var p = box.points;
     var height = Math.hypot(p[3][0] - p[0][0], p[3][1] - p[0][1]);
+    var degrees = Math.atan2(p[1][1] - p[0][1], p[1][0] - p[0][0]) * 180 / Math.PI;
     var text = document.createElementNS(SVG_NS, "text");
     text.setAttribute("class", "label");
     text.setAttribute("x", String(p[0][0]));
-    text.setAttribute("y", String(Math.max(p[0][1] - height * 0.12, height * 0.5)));
+    if (Math.abs(degrees) > 20) {
+      text.setAttribute("y", String(p[0][1] - height * 0.12));
+      text.setAttribute("transform", "rotate(" + degrees.toFixed(1) + " " + p[0][0] + " " +
+                        p[0][1] + ")");
+    } else {
+      text.setAttribute("y", String(Math.max(p[0][1] - height * 0.12, height * 0.5)));
+    }
     text.setAttribute("font-size", String(Math.max(height * 0.45, 6)));
     text.textContent = box.text;
     return text;

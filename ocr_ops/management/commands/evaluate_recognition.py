@@ -13,6 +13,11 @@ Three measures, all through a running Triton (``--triton-url``), scored by
   the ensemble; a label is found when, spaces removed (the labels have none), it is part of one
   line of the answer.
 
+``--rotated``: the images measure again with every image turned 90, 180 and 270 degrees
+clockwise (decoded upright, turned, sent as PNG without EXIF: ``ocr_pipeline.imaging.
+turned_png``), F/R per angle printed beside upright, and how often the answer's
+``image.angle`` is the turn; words and receipts are not measured then.
+
 Needs ``ocr_pipeline`` (``pip install -e ./triton_models``, part of ``make setup``).
 """
 
@@ -56,11 +61,17 @@ class Command(BaseCommand):
                             help="Triton gRPC target (default settings.TRITON_GRPC_URL)")
         parser.add_argument("--model", default=None,
                             help="ensemble to call (default settings.TRITON_MODEL)")
+        parser.add_argument("--rotated", action="store_true",
+                            help="the images turned 90/180/270 too (PNG, no EXIF): F/R per "
+                                 "angle beside upright; skips words and receipts")
+        parser.add_argument("--orientation", default=None,
+                            help="orientation parameter for every image (default: the model's, "
+                                 "auto)")
         parser.add_argument("--json", dest="json_path", default=None,
                             help="also write the results as JSON to this file ('-': stdout)")
 
     def handle(self, *args, data, images, long_side, language, image_language, triton_url,
-               model, json_path, **options):
+               model, json_path, rotated=False, orientation=None, **options):
         try:
             from ocr_pipeline import imaging, recognition, text_evaluation
         except ImportError as exc:
@@ -76,13 +87,24 @@ class Command(BaseCommand):
         def parameters(name: str) -> dict:
             chosen = overrides.get(name, language)
             return {key: value for key, value in
-                    (("long_side", long_side), ("language", chosen)) if value is not None}
+                    (("long_side", long_side), ("language", chosen),
+                     ("orientation", orientation)) if value is not None}
 
         try:
-            result = {"triton_url": url,
-                      "images": self._images(client, data, images, parameters),
-                      "words": self._words(url, data / "words"),
-                      "receipts": self._receipts(client, data / "receipts", parameters)}
+            if rotated:
+                result = {"triton_url": url, "rotated": {
+                    str(angle): self._images(client, data, images, parameters, angle)
+                    for angle in (0, 90, 180, 270)}}
+                self.out.write("\n".join(
+                    f"turned {angle:3s}: complete images F {r['complete']['f_score']:.3f}, "
+                    f"partial images R {r['partial']['recall']:.3f}, angle found "
+                    f"{r['angle_right']}/{len(r['per_image'])}"
+                    for angle, r in result["rotated"].items()))
+            else:
+                result = {"triton_url": url,
+                          "images": self._images(client, data, images, parameters),
+                          "words": self._words(url, data / "words"),
+                          "receipts": self._receipts(client, data / "receipts", parameters)}
         except InferenceError as exc:
             raise CommandError(f"{exc.code}: {exc}") from exc
         finally:
@@ -94,9 +116,12 @@ class Command(BaseCommand):
             else:
                 Path(json_path).write_text(text + "\n", encoding="utf-8")
 
-    def _images(self, client, data: Path, images: Path, parameters) -> dict:
+    def _images(self, client, data: Path, images: Path, parameters, angle: int = 0) -> dict:
+        """The images measure; ``angle``: each image turned that far clockwise first (PNG)."""
         complete, partial = self.scoring.TextScore(), self.scoring.TextScore()
         rows = []
+        if angle:
+            self.out.write(f"turned {angle} degrees clockwise:")
         self.out.write(f"{'image':24s} {'kind':8s} {'read':>5s} {'truth':>5s} {'match':>5s} "
                        f"{'P':>6s} {'R':>6s} {'F':>6s} {'ms':>7s}")
         try:
@@ -104,7 +129,10 @@ class Command(BaseCommand):
         except (OSError, ValueError) as exc:
             raise CommandError(f"cannot read the text ground truth: {exc}") from exc
         for truth in truths:
-            answer = client.infer(_read(images / truth.image), parameters(truth.image))
+            data_ = _read(images / truth.image)
+            if angle:
+                data_ = self.imaging.turned_png(data_, angle)
+            answer = client.infer(data_, parameters(truth.image))
             score = self.scoring.score_text(answer.text, truth.words)
             (complete if truth.complete else partial).add(score)
             kind = "complete" if truth.complete else "partial"
@@ -117,12 +145,14 @@ class Command(BaseCommand):
                          "parameters": parameters(truth.image), "matched": score.matched,
                          "read": score.read, "expected": score.expected,
                          "precision": score.precision, "recall": score.recall,
-                         "f_score": score.f_score, "inference_ms": round(answer.inference_ms, 1)})
+                         "f_score": score.f_score, "inference_ms": round(answer.inference_ms, 1),
+                         "angle": answer.angle})
         self.out.write(f"complete images: F {complete.f_score:.3f} (P {complete.precision:.3f}, "
                        f"R {complete.recall:.3f}); other images: R {partial.recall:.3f}")
         return {"complete": {"f_score": complete.f_score, "precision": complete.precision,
                              "recall": complete.recall},
-                "partial": {"recall": partial.recall}, "per_image": rows}
+                "partial": {"recall": partial.recall}, "per_image": rows,
+                "angle_right": sum(row["angle"] == angle for row in rows)}
 
     def _words(self, url: str, folder: Path) -> dict:
         """Word crops through the served recognizer (the pipeline's own preprocessing and

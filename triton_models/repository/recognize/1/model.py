@@ -1,30 +1,38 @@
-"""recognize: boxes + the decoded original -> the text of every box and the whole text
-(BLS over the recognizer and tesseract models; see config.pbtxt for why BLS)."""
+"""recognize: boxes + the decoded original -> which way up each box's text is and the page's
+angle (ocr_pipeline.orientation), the text of every box, the reading order in the text's own
+frame, and the whole text (BLS over the recognizer and tesseract models; see config.pbtxt)."""
 
+import os
 from pathlib import Path
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
 from ocr_contract.errors import INVALID_PARAMETER
 from ocr_contract.languages import TESSERACT
-from ocr_contract.parameters import LANGUAGE, RECOGNIZE, ParameterError
+from ocr_contract.parameters import (LANGUAGE, LINK_THRESHOLD, LONG_SIDE, LOW_TEXT,
+                                     ORIENTATION, ORIENTATION_AUTO, RECOGNIZE, REFINE,
+                                     TEXT_THRESHOLD, ParameterError)
 from ocr_contract.tensors import RECOGNIZER_MODEL as RECOGNIZER
 from ocr_contract.tensors import TESSERACT_MODEL
 
-from ocr_pipeline import params, reading_order, recognition, routing, tesseract
+from ocr_pipeline import (imaging, orientation, params, reading_order, recognition, routing,
+                          tesseract)
 from ocr_pipeline.recognition import Reading
 from ocr_pipeline.triton_python import model_parameters, optional_input, refusal
 
 
 class TritonPythonModel:
-    """``ORIGINAL_IMAGE``, ``BOXES`` (+ optional ``RECOGNIZE``, ``LANGUAGE``) -> ``TEXTS``,
-    ``TEXT_SCORES``, ``TEXT``."""
+    """``ORIGINAL_IMAGE``, ``BOXES`` (+ optional ``RECOGNIZE``, ``LANGUAGE``, ``ORIENTATION``)
+    -> ``ORIENTED_BOXES``, ``ANGLE``, ``TEXTS``, ``TEXT_SCORES``, ``TEXT`` and the reading
+    order (``READING_ORDER``, ``LINE_OF_BOX``, ``LINE_BOXES``, ``PARAGRAPH_OF_LINE``)."""
 
     def initialize(self, args):
         self.batch = int(model_parameters(args)["recognizer_batch"])
         # The recognizer's versions live beside this model; each holds its dictionary.
         self.recognizer_dir = Path(args["model_repository"]).parent / RECOGNIZER
         self.dictionaries: dict[int, list[str]] = {}
+        # A turned page is detected again here: on preprocess's canvas (its OCR_CANVAS).
+        self.square_canvas = os.environ.get("OCR_CANVAS") == "square"
 
     def execute(self, requests):
         return [self._one(request) for request in requests]
@@ -33,28 +41,89 @@ class TritonPythonModel:
         try:
             wanted = params.read(RECOGNIZE, optional_input(request, RECOGNIZE.tensor))
             codes = params.read(LANGUAGE, optional_input(request, LANGUAGE.tensor))
+            auto = params.read(ORIENTATION, optional_input(request, ORIENTATION.tensor)) \
+                == ORIENTATION_AUTO
         except ParameterError as exc:
             return refusal(INVALID_PARAMETER, str(exc), exc.field)
         boxes = optional_input(request, "BOXES").reshape(-1, 4, 2)
+        scores = optional_input(request, "SCORES").reshape(-1)
         if not wanted or len(boxes) == 0:
-            return _response([], [], "")
+            return _response(boxes, scores, 0, [], [], "", *reading_order.layout(boxes))
         image = optional_input(request, "ORIGINAL_IMAGE")
+        height, width = image.shape[:2]
+        route = routing.route(codes)
         try:
-            readings = self._read(image, boxes, routing.route(codes))
+            angle, flipped, known = 0, None, None
+            if auto:
+                voted = orientation.vote(image, boxes, self._recognizer, recognition.CROP_MARGIN)
+                angle = voted[0]
+                if angle:
+                    # A turned page: found again on the page turned upright (CRAFT is not
+                    # rotation-invariant), read there, and the boxes turned back.
+                    upright = np.ascontiguousarray(np.rot90(image, k=angle // 90))
+                    boxes, scores = self._detect(request, upright)
+                    decision = orientation.decide(upright, boxes, self._recognizer,
+                                                  recognition.CROP_MARGIN)
+                    image = upright
+                else:
+                    decision = orientation.decide(image, boxes, self._recognizer,
+                                                  recognition.CROP_MARGIN, voted)
+                known = decision.readings
+                # A line upside down on the page read; a turned page's second vote is 0 unless
+                # the first took 90 for 270 or the reverse (then 180: the page's angle is that).
+                flipped = [(a - decision.page) % 360 == 180 for a in decision.angles]
+                boxes = np.stack([orientation.oriented(box, a)
+                                  for box, a in zip(boxes, decision.angles)]) \
+                    if len(boxes) else boxes.reshape(0, 4, 2)
+            readings = self._read(image, boxes, route, known) if len(boxes) else []
         except pb_utils.TritonModelException as exc:
             return pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc)))
+        if angle:
+            boxes = orientation.from_upright(boxes, angle, width, height)
+            angle = (angle + decision.page) % 360
         texts = [reading.text for reading in readings]
-        lines = reading_order.lines_from(optional_input(request, "READING_ORDER"),
-                                         optional_input(request, "LINE_OF_BOX"))
-        text = reading_order.full_text(texts, lines)
-        return _response(texts, [reading.score for reading in readings], text)
+        lines, polygons, paragraphs = reading_order.layout(boxes, angle, width, height, flipped)
+        return _response(boxes, scores, angle, texts, [reading.score for reading in readings],
+                         reading_order.full_text(texts, lines), lines, polygons, paragraphs)
 
-    def _read(self, image: np.ndarray, boxes: np.ndarray, route: routing.Route) -> list[Reading]:
-        """Each box's reading, by the route's recognizer (see ocr_pipeline.routing)."""
+    def _detect(self, request, image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The detection steps again (craft, refinenet, postprocess through BLS) on ``image``
+        (uint8 ``[H, W, 3]``), at the request's working size and thresholds.
+
+        Returns:
+            float32 ``[N, 4, 2]`` boxes in ``image``'s pixels, float32 ``[N]`` their scores.
+        """
+        sent_side = optional_input(request, LONG_SIDE.tensor)
+        side = None if sent_side is None else params.read(LONG_SIDE, sent_side)
+        height, width = image.shape[:2]
+        target_w, target_h, ratio = imaging.resized_size(width, height, side)
+        tensor = imaging.resize_and_pad(image, target_w, target_h, side or LONG_SIDE.default,
+                                        self.square_canvas)
+        maps, features = _call("craft", [pb_utils.Tensor("image", tensor)], ["y", "feature"])
+        extra = [pb_utils.Tensor(name, value) for name, value in (
+            (parameter.tensor, optional_input(request, parameter.tensor))
+            for parameter in (TEXT_THRESHOLD, LINK_THRESHOLD, LOW_TEXT, REFINE))
+            if value is not None]
+        refine = params.read(REFINE, optional_input(request, REFINE.tensor))
+        link = _call("refinenet", [pb_utils.Tensor("y", maps), pb_utils.Tensor(
+            "feature", features)], ["y_refined"])[0] if refine else \
+            np.zeros((1, 1) + maps.shape[2:], np.float32)
+        boxes, scores = _call("postprocess", [
+            pb_utils.Tensor("SCORE_MAPS", maps), pb_utils.Tensor("REFINED_LINK", link),
+            pb_utils.Tensor("RESIZE_RATIO", np.array([ratio], np.float32)),
+            pb_utils.Tensor("IMAGE_SIZE", np.array([width, height], np.int32)), *extra],
+            ["BOXES", "SCORES"])
+        return boxes.reshape(-1, 4, 2), scores.reshape(-1)
+
+    def _read(self, image: np.ndarray, boxes: np.ndarray, route: routing.Route,
+              known: list[Reading] | None = None) -> list[Reading]:
+        """Each box's reading, by the route's recognizer (see ocr_pipeline.routing);
+        ``known``: the recognizer's readings of these boxes, when already read."""
         if route.recognizer == TESSERACT:
             return self._tesseract(_crops(image, boxes, tesseract.CROP_MARGIN),
                                    route.tesseract_languages)
-        readings = self._recognizer(_crops(image, boxes, recognition.CROP_MARGIN))
+        readings = known if known is not None else \
+            self._recognizer(_crops(image, boxes, recognition.CROP_MARGIN))
         if route.auto:
             readings = routing.second_opinion(readings, lambda indices, languages: self._tesseract(
                 _crops(image, boxes[indices], tesseract.CROP_MARGIN), languages))
@@ -121,9 +190,21 @@ def _call(model: str, inputs: list, outputs: list[str]) -> list[np.ndarray]:
     return [pb_utils.get_output_tensor_by_name(response, name).as_numpy() for name in outputs]
 
 
-def _response(texts: list[str], scores: list[float], text: str):
+def _response(boxes: np.ndarray, scores: np.ndarray, angle: int, texts: list[str],
+              text_scores: list[float], text: str, lines: list[list[int]], polygons: np.ndarray,
+              paragraphs: list[int]):
+    """The step's outputs (config.pbtxt): boxes with their corners from their text's
+    top-left, the page angle, the texts, and the reading order (:func:`reading_order.layout`)."""
     return pb_utils.InferenceResponse(output_tensors=[
+        pb_utils.Tensor("ORIENTED_BOXES", np.asarray(boxes, np.float32).reshape(-1, 4, 2)),
+        pb_utils.Tensor("ORIENTED_SCORES", np.asarray(scores, np.float32).reshape(-1)),
+        pb_utils.Tensor("ANGLE", np.array([angle], np.int32)),
         pb_utils.Tensor("TEXTS", np.array([t.encode("utf-8") for t in texts], dtype=object)),
-        pb_utils.Tensor("TEXT_SCORES", np.array(scores, dtype=np.float32)),
+        pb_utils.Tensor("TEXT_SCORES", np.array(text_scores, dtype=np.float32)),
         pb_utils.Tensor("TEXT", np.array([text.encode("utf-8")], dtype=object)),
+        pb_utils.Tensor("READING_ORDER", np.array(reading_order.reading_order(lines), np.int32)),
+        pb_utils.Tensor("LINE_OF_BOX", np.array(reading_order.line_of_box(lines, len(boxes)),
+                                                np.int32)),
+        pb_utils.Tensor("LINE_BOXES", np.asarray(polygons, np.float32).reshape(-1, 4, 2)),
+        pb_utils.Tensor("PARAGRAPH_OF_LINE", np.array(paragraphs, np.int32)),
     ])
