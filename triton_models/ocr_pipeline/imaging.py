@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import cv2
 import numpy as np
@@ -291,7 +291,7 @@ def prepare_image(data: bytes, long_side: int | None, max_pixels: int | None = N
         DocumentDecodeError, DocumentTooComplexError: see :func:`decode_page`.
     """
     if square_canvas and long_side is None:
-        long_side = LONG_SIDE.default
+        long_side = LONG_SIDE.default                 # also the JPEG draft's target below
     if page or is_pdf(data):
         return _prepared(decode_page(data, page, max_pixels), None, long_side, square_canvas,
                          keep_original)
@@ -309,12 +309,29 @@ def _prepared(rgb: Image.Image, full_size: tuple[int, int] | None, long_side: in
               square_canvas: bool, keep_original: bool) -> PreparedImage:
     """The CRAFT input of a decoded image; ``full_size`` is the upright size when ``rgb`` was
     decoded at a reduced size."""
-    width, height = full_size or rgb.size
+    prepared = prepare_pixels(np.asarray(rgb), long_side, square_canvas, full_size)
+    return prepared if keep_original else replace(prepared, original=None)
+
+
+def prepare_pixels(pixels: np.ndarray, long_side: int | None, square_canvas: bool = False,
+                   size: tuple[int, int] | None = None) -> PreparedImage:
+    """The CRAFT input of an image already decoded upright (the working size and canvas of
+    :func:`prepare_image`).
+
+    Args:
+        pixels: uint8 ``[H, W, 3]`` RGB.
+        long_side: the working size's long side, pixels; None for :func:`resized_size`'s rule.
+        square_canvas: pad to a ``long_side`` square (``LONG_SIDE.default`` when None).
+        size: ``(width, height)`` the boxes map back to, when ``pixels`` were decoded at a
+            reduced size; by default ``pixels``' own.
+    """
+    if square_canvas and long_side is None:
+        long_side = LONG_SIDE.default
+    width, height = size or (pixels.shape[1], pixels.shape[0])
     target_w, target_h, ratio = resized_size(width, height, long_side)
-    pixels = np.asarray(rgb)
     tensor = resize_and_pad(pixels, target_w, target_h, long_side or LONG_SIDE.default,
                             square_canvas)
-    return PreparedImage(tensor, ratio, width, height, pixels if keep_original else None)
+    return PreparedImage(tensor, ratio, width, height, pixels)
 
 
 def _round_up(value: int, multiple: int) -> int:

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .orientation import area, from_upright, to_upright
+
 #: Vertical overlap, as a share of the smaller height, that puts a box on a line.
 LINE_OVERLAP = 0.5
 #: Most gap between two lines of a paragraph, in their mean line height.
@@ -158,10 +160,6 @@ def layout(boxes: np.ndarray, angle: int = 0, width: int = 0, height: int = 0,
         ``[L, 4, 2]`` each line's rectangle in the turned image's pixels, clockwise from the
         text's top-left; :func:`paragraphs_of` for each line.
     """
-    from .orientation import from_upright, to_upright
-
-    from .orientation import area
-
     upright = to_upright(np.asarray(boxes, np.float32).reshape(-1, 4, 2), angle, width, height)
     lines = lines_of(upright)
     polygons = line_polygons(upright, lines)

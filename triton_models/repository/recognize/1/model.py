@@ -95,11 +95,9 @@ class TritonPythonModel:
         """
         sent_side = optional_input(request, LONG_SIDE.tensor)
         side = None if sent_side is None else params.read(LONG_SIDE, sent_side)
-        height, width = image.shape[:2]
-        target_w, target_h, ratio = imaging.resized_size(width, height, side)
-        tensor = imaging.resize_and_pad(image, target_w, target_h, side or LONG_SIDE.default,
-                                        self.square_canvas)
-        maps, features = _call("craft", [pb_utils.Tensor("image", tensor)], ["y", "feature"])
+        prepared = imaging.prepare_pixels(image, side, self.square_canvas)
+        maps, features = _call("craft", [pb_utils.Tensor("image", prepared.tensor)],
+                               ["y", "feature"])
         extra = [pb_utils.Tensor(name, value) for name, value in (
             (parameter.tensor, optional_input(request, parameter.tensor))
             for parameter in (TEXT_THRESHOLD, LINK_THRESHOLD, LOW_TEXT, REFINE))
@@ -110,8 +108,9 @@ class TritonPythonModel:
             np.zeros((1, 1) + maps.shape[2:], np.float32)
         boxes, scores = _call("postprocess", [
             pb_utils.Tensor("SCORE_MAPS", maps), pb_utils.Tensor("REFINED_LINK", link),
-            pb_utils.Tensor("RESIZE_RATIO", np.array([ratio], np.float32)),
-            pb_utils.Tensor("IMAGE_SIZE", np.array([width, height], np.int32)), *extra],
+            pb_utils.Tensor("RESIZE_RATIO", np.array([prepared.ratio], np.float32)),
+            pb_utils.Tensor("IMAGE_SIZE", np.array([prepared.width, prepared.height], np.int32)),
+            *extra],
             ["BOXES", "SCORES"])
         return boxes.reshape(-1, 4, 2), scores.reshape(-1)
 
