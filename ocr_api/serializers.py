@@ -187,7 +187,8 @@ class ParagraphSerializer(serializers.Serializer):
 
 
 _TEXT_HELP = ("The whole text in reading order: boxes grouped into lines, lines top to bottom, "
-              "boxes left to right, in the upright page's frame (image.angle undone); a line's texts joined by a space, lines by a newline "
+              "boxes left to right, in the upright page's frame (image.angle undone); a line's "
+              "texts joined by a space, lines by a newline "
               "(absent with recognize=false).")
 
 

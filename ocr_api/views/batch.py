@@ -12,8 +12,8 @@ from ocr_contract.parameters import RECOGNIZE
 from ocr_inference.client import OcrResult
 
 from .. import documents, errors, inference, uploads
-from ..serializers import (ErrorDetailSerializer, OcrAnswerSerializer, OcrParametersSerializer,
-                           error_responses)
+from ..serializers import (ErrorDetailSerializer, ModelSerializer, OcrAnswerSerializer,
+                           OcrParametersSerializer, error_responses)
 from .base import OcrEndpoint, record_results
 
 
@@ -22,6 +22,8 @@ class BatchItemSerializer(OcrAnswerSerializer):
 
     index = serializers.IntegerField(help_text="Position of the upload in the request, from 0.")
     status = serializers.IntegerField(help_text="HTTP status this upload alone would get.")
+    model = ModelSerializer(required=False, help_text="The model that read it (absent for an "
+                                                      "upload refused before inference).")
     inference_ms = serializers.FloatField(required=False)
     error = ErrorDetailSerializer(required=False)
 

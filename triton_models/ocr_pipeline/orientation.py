@@ -24,6 +24,8 @@ from typing import Callable
 
 import numpy as np
 
+from .recognition import crop_box, expand_box
+
 #: The four angles, clockwise degrees.
 ANGLES = (0, 90, 180, 270)
 #: A box's long side must be at least this many times its short side for its axis to count
@@ -188,8 +190,6 @@ class Decision:
 
 def _crop(image: np.ndarray, box: np.ndarray, angle: int, margin: float) -> np.ndarray:
     """The box's text upright: :func:`oriented` corners, grown, warped (recognition)."""
-    from .recognition import crop_box, expand_box
-
     height, width = image.shape[:2]
     return crop_box(image, expand_box(oriented(box, angle % 360), width, height, margin))
 
