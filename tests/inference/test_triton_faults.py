@@ -35,6 +35,15 @@ def ocr(client):
                        content_type="image/png")
 
 
+def wait_until_ready(anonymous_client, timeout_s=30.0):
+    """Poll ``/api/ready`` until the gateway reaches the restarted Triton: its channel may still
+    be in reconnect backoff (up to 2 s, client.CHANNEL_ARGS) when Triton is already ready."""
+    deadline = time.monotonic() + timeout_s
+    while anonymous_client.get("/api/ready").status_code != 200:
+        assert time.monotonic() < deadline, "gateway did not see Triton come back"
+        time.sleep(0.5)
+
+
 def test_killed_triton_gives_503_then_recovers_in_the_same_process(api_client,
                                                                     anonymous_client, gateway):
     assert ocr(api_client).status_code == 200
@@ -57,10 +66,7 @@ def test_killed_triton_gives_503_then_recovers_in_the_same_process(api_client,
         "inference_unavailable"
 
     gateway.start()                                   # same ports, same gateway process
-    deadline = time.monotonic() + 30
-    while anonymous_client.get("/api/ready").status_code != 200:
-        assert time.monotonic() < deadline, "gateway did not see Triton come back"
-        time.sleep(0.5)
+    wait_until_ready(anonymous_client)
     recovered = ocr(api_client)
     assert recovered.status_code == 200 and len(recovered.json()["boxes"]) == 6
     assert get_client() is client_before
@@ -89,7 +95,8 @@ def test_unloaded_ensemble_gives_503_and_not_ready(api_client, anonymous_client,
     assert ocr(api_client).status_code == 200
 
 
-def test_shared_memory_is_registered_again_after_triton_restarts(api_client, gateway, settings):
+def test_shared_memory_is_registered_again_after_triton_restarts(api_client, anonymous_client,
+                                                                  gateway, settings):
     settings.TRITON_SHARED_MEMORY = True
     assert ocr(api_client).status_code == 200            # region registered, image sent in it
     status = grpcclient.InferenceServerClient(gateway.grpc_url)
@@ -98,6 +105,7 @@ def test_shared_memory_is_registered_again_after_triton_restarts(api_client, gat
 
     gateway.kill()
     gateway.start()                                      # a new Triton knows no regions
+    wait_until_ready(anonymous_client)
     assert ocr(api_client).status_code == 200            # lost: sent in the message instead
     assert ocr(api_client).status_code == 200            # and the region registered again
     status = grpcclient.InferenceServerClient(gateway.grpc_url)
