@@ -60,10 +60,10 @@ MIN_IMAGE_SIDE = Limit("OCR_MIN_IMAGE_SIDE", 8, "pixels",
 LONG_SIDE_MIN = Limit("OCR_LONG_SIDE_MIN", 64, "pixels", "smallest long_side a request may ask")
 LONG_SIDE_MAX = Limit("OCR_LONG_SIDE_MAX", 2560, "pixels", "largest long_side a request may ask")
 
-#: Pages of a PDF or multi-page TIFF read in one request (more go to a job); counted from the
-#: document's structure before anything is rendered.
+#: Pages of a PDF or multi-page TIFF read in one request (a longer one is sent in parts);
+#: counted from the document's structure before anything is rendered.
 MAX_PAGES = Limit("OCR_MAX_PAGES", 10, "pages",
-                  "most pages of a document POST /api/ocr reads (longer ones: POST /api/jobs)")
+                  "most pages of a document POST /api/ocr reads (send longer ones in parts)")
 #: Resolution PDF pages are rendered at (a 10 pt line is then ~28 pixels high before the
 #: detector's resize); lowered for a page that would exceed OCR_MAX_PIXELS.
 PDF_DPI = Limit("OCR_PDF_DPI", 200, "dots per inch", "resolution PDF pages are rendered at")

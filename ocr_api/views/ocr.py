@@ -76,7 +76,7 @@ class OcrView(OcrEndpoint):
             "`image/*` or `application/pdf` content type (or `application/octet-stream`). The "
             f"format is sniffed from the bytes ({ACCEPTED_FORMATS_TEXT}). A PDF or multi-page "
             f"TIFF of up to OCR_MAX_PAGES pages answers `pages` (each page counts as one image "
-            "for the rate and the quota); longer documents go to `/api/jobs`. "
+            "for the rate and the quota); a longer one is sent in parts. "
             "Parameters go in the query string or as form fields. Points are in the upright "
             "(EXIF-transposed) image's pixels (a PDF page's: rendered at OCR_PDF_DPI), "
             "clockwise from the top-left. The answer comes as JSON, or with `format=text`, "
