@@ -27,6 +27,10 @@ def test_schema_lists_every_endpoint_and_error_code(client):
     assert sorted(codes) == sorted(ERROR_CODES)
     ocr = document["paths"]["/api/ocr"]["post"]
     assert {"200", "400", "401", "413", "415", "429", "503", "504"} <= set(ocr["responses"])
+    # The raw body is also declared as application/octet-stream: generators that skip
+    # "image/*" (openapi-python-client) still give their clients a raw upload.
+    assert list(ocr["requestBody"]["content"]) == [
+        "multipart/form-data", "image/*", "application/pdf", "application/octet-stream"]
     example = ocr["responses"]["200"]["content"]["application/json"]["examples"]
     assert len(next(iter(example.values()))["value"]["boxes"]) == 6
     assert document["components"]["securitySchemes"]["ApiKeyAuth"]["in"] == "header"
