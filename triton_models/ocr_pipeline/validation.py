@@ -3,7 +3,7 @@ of its own, never on the test images.
 
 The validation set is a folder of images with the boxes the reference CRAFT pipeline (FP32)
 found in them at the contract's default long side, ``reference_<long side>.json``
-(``tests/data/validation/``, its sources in ``tests/data/SOURCES.md``; the Triton image carries
+(``tests/data/validation/``, its sources in ``tests/data/ADDED_SOURCES.md``; the Triton image carries
 a copy and names it with ``OCR_VALIDATION_DIR``). What agrees depends on the network's role in
 the pipeline (the ``validation`` parameter of its config.pbtxt):
 
