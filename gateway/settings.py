@@ -79,7 +79,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
-    "django.contrib.staticfiles",
+    "gateway.apps.GatewayStaticFilesConfig",  # django.contrib.staticfiles, no source maps
     "corsheaders",
     "rest_framework",
     "rest_framework_api_key",
@@ -278,7 +278,6 @@ LOGGING = {
                     "filters": ["request_id"]},
     },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    # The searchable PDF's libraries log every font subset and glyph at INFO.
-    "loggers": {name: {"level": "WARNING"} for name in ("fontTools", "pikepdf", "fpdf",
-                                                        "ocrmypdf")},
+    # The searchable PDF's library logs at INFO what it does to every file.
+    "loggers": {"pikepdf": {"level": "WARNING"}},
 }

@@ -2,7 +2,7 @@
 
 Nothing here decodes pixels or looks at orientation: the real decode (and the upright size the
 answer reports) happens once, in Triton's ``preprocess`` model. The format is recognised by
-Pillow's own per-format signature checks (and pillow-heif's for HEIC/HEIF), never by file
+Pillow's own per-format signature checks (and pi-heif's for HEIC/HEIF), never by file
 name or Content-Type; the accepted formats are :data:`ocr_contract.formats.ACCEPTED_FORMATS`.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ocr_contract.formats import ACCEPTED_FORMATS, ACCEPTED_FORMATS_TEXT, reported_name
 from PIL import Image
-from pillow_heif import register_heif_opener
+from pi_heif import register_heif_opener
 
 from . import errors
 

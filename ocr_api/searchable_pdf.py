@@ -2,21 +2,17 @@
 invisible text layer at their positions, so PDF viewers select and find them and ``pdftotext``
 extracts them.
 
-The text layer is ocrmypdf's: the answer's hOCR (:mod:`ocr_api.hocr`), one page at a time,
-parsed by its ``HocrParser`` and drawn by its fpdf2 renderer in invisible text mode (with its
-fonts: glyph coverage per word, a glyphless fallback for scripts it has no font for, so every
-word is still extractable). Each text page is then laid over the page it belongs to with
-pikepdf (``Page.add_overlay``): a PDF comes back with its own pages, content untouched (a
-page that has text of its own, a born-digital one, gets no second copy of its words); an
-image becomes a page holding the image unchanged (img2pdf embeds JPEG and PNG bytes as they
+The text layer is :mod:`ocr_api.text_layer`'s: one page of invisible words per page of the
+answer. Each text page is laid over the page it belongs to with pikepdf
+(``Page.add_overlay``): a PDF comes back with its own pages, content untouched (a page that
+has text of its own, a born-digital one, gets no second copy of its words); an image becomes a
+page holding the image unchanged (img2pdf embeds JPEG and PNG bytes as they
 are), re-encoded only when it must be turned upright (EXIF orientation) or lose its alpha.
 """
 
 from __future__ import annotations
 
 import io
-import tempfile
-from pathlib import Path
 
 from ocr_contract.formats import PDF
 from PIL import Image, ImageOps
@@ -37,6 +33,8 @@ def render(answer: dict, document: Document) -> bytes:
     """
     import pikepdf
 
+    from . import text_layer
+
     pages = hocr.pages_of(answer)
     if len(pages) != document.page_count:
         raise ValueError(f"{len(pages)} pages answered for {document.page_count} sent")
@@ -50,7 +48,7 @@ def render(answer: dict, document: Document) -> bytes:
         base = pikepdf.open(io.BytesIO(_image_pdf(document, dpi)))
         dpis = [dpi] * len(pages)
         searchable = [False] * len(pages)
-    with base, pikepdf.open(io.BytesIO(_text_layer(answer, dpis))) as text:
+    with base, text_layer.text_pdf(pages, dpis) as text:
         for page, layer, has_text in zip(base.pages, text.pages, searchable):
             if not has_text:      # a page with text of its own is searchable already
                 page.add_overlay(layer)
@@ -75,24 +73,6 @@ def _pages_with_text(data: bytes) -> list[bool]:
         return found
     finally:
         document.close()
-
-
-def _text_layer(answer: dict, dpis: list[float]) -> bytes:
-    """The invisible text pages, one per page of the answer, sized at each page's dpi."""
-    from ocrmypdf.font import MultiFontManager
-    from ocrmypdf.fpdf_renderer import Fpdf2MultiPageRenderer
-    from ocrmypdf.hocrtransform import HocrParser
-
-    fonts = MultiFontManager(Path(__import__("ocrmypdf").__file__).parent / "data")
-    trees = []
-    with tempfile.TemporaryDirectory(prefix="ocr-pdf-") as folder:
-        for number, (page, dpi) in enumerate(zip(hocr.pages_of(answer), dpis)):
-            path = Path(folder) / f"page-{number}.hocr"
-            path.write_bytes(hocr.render({"pages": [page]}, [dpi]))
-            trees.append((number, HocrParser(path).parse(), dpi))
-        target = Path(folder) / "text.pdf"
-        Fpdf2MultiPageRenderer(trees, fonts, invisible_text=True).render(target)
-        return target.read_bytes()
 
 
 def _image_dpi(data: bytes) -> float:

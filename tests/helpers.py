@@ -2,6 +2,8 @@
 
 import io
 import json
+import shutil
+import subprocess
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -89,3 +91,13 @@ def blank_pdf(pages: int) -> bytes:
     out = io.BytesIO()
     document.save(out)
     return out.getvalue()
+
+
+def pdftotext(pdf: bytes, tmp_path: Path, *args: str) -> str:
+    """What poppler's ``pdftotext`` extracts from ``pdf`` (``args``: its options, e.g.
+    ``-bbox``); pages are separated by form feeds."""
+    assert shutil.which("pdftotext"), "pdftotext is missing: apt-get install poppler-utils"
+    path = tmp_path / "out.pdf"
+    path.write_bytes(pdf)
+    return subprocess.run(["pdftotext", *args, str(path), "-"], check=True, capture_output=True,
+                          text=True).stdout

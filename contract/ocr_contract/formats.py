@@ -1,7 +1,7 @@
 """Image and document formats the service accepts.
 
 Names are Pillow's format names. The gateway sniffs an upload's format from its first bytes
-with Pillow's (and pillow-heif's) signature checks in this order; Triton's ``preprocess``
+with Pillow's (and pi-heif's) signature checks in this order; Triton's ``preprocess``
 decodes with exactly these readers, so Pillow's other readers (EPS, PSD, ...) never see
 untrusted bytes.
 """
@@ -23,7 +23,7 @@ def is_pdf(data: bytes) -> bool:
     """The bytes carry the PDF signature where readers look for it."""
     return PDF_SIGNATURE in data[:PDF_SIGNATURE_WINDOW]
 
-#: How the API reports a format where it differs from Pillow's name (pillow-heif reads both
+#: How the API reports a format where it differs from Pillow's name (pi-heif reads both
 #: HEIC and HEIF as "HEIF"; phones call the files HEIC).
 _REPORTED = {"HEIF": "HEIC"}
 #: How people read the accepted list, where it differs from the reported name.

@@ -7,8 +7,6 @@ upload again, so the other formats cost no second OCR)."""
 
 import io
 import json
-import shutil
-import subprocess
 import xml.etree.ElementTree as ET
 
 import pypdfium2 as pdfium
@@ -16,8 +14,9 @@ import pytest
 from PIL import Image
 
 from ocr_api.models import OcrRequest
+from ocr_pipeline.imaging import turned_png
 from ocr_pipeline.text_evaluation import load_text_truth, score_text
-from tests.helpers import DATA, IMAGES, blank_pdf
+from tests.helpers import DATA, IMAGES, blank_pdf, pdftotext
 
 pytestmark = [pytest.mark.django_db, pytest.mark.triton]
 DOCUMENTS = DATA / "documents"
@@ -36,14 +35,6 @@ def two_page_pdf() -> bytes:
 
 def post(client, data: bytes, content_type: str, query: str = ""):
     return client.post(f"/api/ocr{query}", data, content_type=content_type)
-
-
-def pdftotext(pdf: bytes, tmp_path, *args) -> str:
-    assert shutil.which("pdftotext"), "pdftotext is missing: apt-get install poppler-utils"
-    path = tmp_path / "out.pdf"
-    path.write_bytes(pdf)
-    return subprocess.run(["pdftotext", *args, str(path), "-"], check=True, capture_output=True,
-                          text=True).stdout
 
 
 @pytest.fixture(scope="module")
@@ -168,6 +159,31 @@ def test_a_searchable_pdf_of_an_image_is_the_image_with_its_words(api_client, li
     assert len(out) == 1 and out[0].get_size() == pytest.approx((905 * 0.75, 480 * 0.75))
     assert score_text(pdftotext(response.content, tmp_path),
                       TRUTH["english.png"].words).f_score >= 0.95
+
+
+def test_a_searchable_pdf_of_a_turned_page_has_its_words_turned_with_it(api_client, live_triton,
+                                                                       tmp_path):
+    """english.png turned 90 degrees clockwise (a page photographed sideways): the page stays
+    as sent, and its words run down it in the text layer, where they were read."""
+    turned = turned_png((IMAGES / "english.png").read_bytes(), 90)
+    assert post(api_client, turned, "image/png").json()["image"]["angle"] == 90
+    response = post(api_client, turned, "image/png", "?format=pdf")
+    assert response.status_code == 200
+    assert pdfium.PdfDocument(response.content)[0].get_size() == \
+        pytest.approx((480 * 0.75, 905 * 0.75))
+    assert score_text(pdftotext(response.content, tmp_path),
+                      TRUTH["english.png"].words).f_score >= 0.95
+
+
+def test_a_searchable_pdf_holds_every_script_read(api_client, live_triton, tmp_path):
+    """korean.png (a road sign: Hangul, Latin, digits): the text layer gives back exactly the
+    words of the answer."""
+    data = (IMAGES / "korean.png").read_bytes()
+    words = post(api_client, data, "image/png").json()["text"].split()
+    hangul = [word for word in words if all("\uac00" <= c <= "\ud7a3" for c in word)]
+    assert len(words) == 6 and len(hangul) == 2
+    response = post(api_client, data, "image/png", "?format=pdf")
+    assert sorted(pdftotext(response.content, tmp_path).split()) == sorted(words)
 
 
 def test_a_born_digital_pdf_is_read_and_keeps_its_own_text_layer(api_client, live_triton,

@@ -11,6 +11,7 @@ the ``/api/models`` of each) and ``STACK_FIGURES`` (where the parity figures are
 The tests run in file order; the last one takes the stack down.
 """
 
+import io
 import json
 import os
 import shlex
@@ -21,9 +22,11 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pillow_heif
 import pytest
+from PIL import Image
 
-from tests.helpers import IMAGES
+from tests.helpers import IMAGES, pdftotext
 from tests.parity import PARITY_F, parity_f
 
 ENV = os.environ
@@ -75,11 +78,16 @@ def request(url: str, *, data: bytes | None = None, headers: dict | None = None,
         return error.code, dict(error.headers), error.read()
 
 
+def post_ocr(data: bytes, content_type: str, query: str = "") -> tuple[int, dict, bytes]:
+    """POST ``data`` to /api/ocr as the raw body, with the stack's key."""
+    return request(f"{API}/api/ocr{query}", data=data,
+                   headers={"Authorization": f"Api-Key {ENV['STACK_API_KEY']}",
+                            "Content-Type": content_type})
+
+
 def post_korean() -> tuple[int, dict, dict]:
     """POST tests/data/images/korean.png to /api/ocr as the raw body, with the stack's key."""
-    status, headers, body = request(
-        f"{API}/api/ocr", data=(IMAGES / "korean.png").read_bytes(),
-        headers={"Authorization": f"Api-Key {ENV['STACK_API_KEY']}", "Content-Type": "image/png"})
+    status, headers, body = post_ocr((IMAGES / "korean.png").read_bytes(), "image/png")
     return status, headers, json.loads(body)
 
 
@@ -167,6 +175,31 @@ def test_gateway_runs_as_a_non_root_user_on_a_read_only_root():
     for folder in ("/tmp", "/app/var"):
         assert compose("exec", "-T", "gateway", "touch", f"{folder}/probe",
                        check=False).returncode == 0, folder
+
+
+def test_the_images_read_a_pdf_and_answer_its_searchable_pdf(tmp_path):
+    page = io.BytesIO()
+    Image.open(IMAGES / "korean.png").convert("RGB").save(page, "PDF", resolution=96)
+    status, _, body = post_ocr(page.getvalue(), "application/pdf")
+    assert status == 200, body
+    words = json.loads(body)["text"].split()
+    assert len(words) == 6
+    status, headers, searchable = post_ocr(page.getvalue(), "application/pdf", "?format=pdf")
+    assert status == 200 and headers["Content-Type"] == "application/pdf"
+    assert sorted(pdftotext(searchable, tmp_path).split()) == sorted(words)
+
+
+def test_the_images_read_heic():
+    heic = io.BytesIO()
+    pillow_heif.from_pillow(Image.open(IMAGES / "korean.png").convert("RGB")).save(heic,
+                                                                                  quality=95)
+    status, _, body = post_ocr(heic.getvalue(), "image/heic")
+    assert status == 200, body
+    read = json.loads(body)
+    assert read["image"] == {"width": 629, "height": 420, "format": "HEIC", "angle": 0}
+    png = answer("stack-answer.json")
+    assert parity_f([b["points"] for b in read["boxes"]],
+                    [b["points"] for b in png["boxes"]]) >= PARITY_F
 
 
 def wait_until(predicate, timeout_s: float, what: str) -> float:

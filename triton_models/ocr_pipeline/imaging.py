@@ -27,9 +27,9 @@ from . import pdf_pages
 from .params import PAD_MULTIPLE
 from .transparency import background_for
 
-try:  # HEIC/HEIF (phone photos) decode through the pillow-heif plugin when it is installed.
-    from pillow_heif import register_heif_opener
-except ImportError:  # pragma: no cover - pillow-heif is a declared dependency
+try:  # HEIC/HEIF (phone photos) decode through the pi-heif plugin when it is installed.
+    from pi_heif import register_heif_opener
+except ImportError:  # pragma: no cover - pi-heif is a declared dependency
     register_heif_opener = None
 else:
     register_heif_opener()
