@@ -3,13 +3,14 @@ text render mode 3 (neither filled nor stroked), so that viewers select and find
 ``pdftotext`` extracts it while the page shows only what it showed. The technique of
 Tesseract's PDF renderer and ocrmypdf's hOCR transform, drawn here straight from the answer.
 
-Each word is one text object on its box (the answer's 4 points, the first two along the text,
-whichever way up): the baseline on the box's bottom edge and turned the way that edge runs,
-the font size the box's height, the horizontal scaling (``Tz``) what spreads the characters
-across the box's width. The font is :mod:`ocr_api.glyphless_font` as a Type 0 font with
+Each line is one text object (:func:`_line`): turned the nearest quarter turn to the way its
+words run (the answer's 4 points, the first two along the text, whichever way up), its words
+on one baseline at the line's bottom, the font size the line's height; each word spans its
+box's extent along the line (the horizontal scaling ``Tz`` spreads its characters) and is
+followed by a space. The font is :mod:`ocr_api.glyphless_font` as a Type 0 font with
 ``Identity-H`` encoding: each distinct character of the document gets a 2-byte code, the
 ``ToUnicode`` CMap maps every code back to its character (outside the BMP as a UTF-16 pair),
-and the ``CIDToGIDMap`` maps every code to the font's em-box glyph, which is never painted. So
+and the ``CIDToGIDMap`` maps every code to the font's box glyph, which is never painted. So
 every script is extractable, with no font for it.
 """
 
@@ -32,12 +33,17 @@ _BFCHAR_BLOCK = 100
 _MIN_SIZE_PT = 0.5
 
 
-def words_of(page: dict) -> list[tuple[str, list]]:
-    """A page's words in reading order, as (text, its 4 points in pixels): the boxes of each
-    line in turn, boxes without text (``recognize=false``) left out."""
-    boxes = page["boxes"]
-    return [(boxes[index]["text"], boxes[index]["points"])
-            for line in page["lines"] for index in line["boxes"] if boxes[index].get("text")]
+def lines_of(page: dict) -> list[list[tuple[str, list]]]:
+    """A page's lines in reading order, each its words in order as (text, its 4 points in
+    pixels); boxes without text (``recognize=false``) are left out, and so are lone UTF-16
+    surrogates, which no PDF string can carry."""
+    boxes, found = page["boxes"], []
+    for line in page["lines"]:
+        words = [("".join(c for c in boxes[index]["text"] if not "\ud800" <= c <= "\udfff"),
+                  boxes[index]["points"]) for index in line["boxes"] if boxes[index].get("text")]
+        if words := [(text, points) for text, points in words if text]:
+            found.append(words)
+    return found
 
 
 def text_pdf(pages: list[dict], dpis: list[float]) -> pikepdf.Pdf:
@@ -55,45 +61,63 @@ def text_pdf(pages: list[dict], dpis: list[float]) -> pikepdf.Pdf:
     Raises:
         ValueError: more distinct characters than 2-byte codes (65,535).
     """
-    words = [words_of(page) for page in pages]
-    characters = sorted({character for page in words for text, _ in page for character in text})
+    lines = [lines_of(page) for page in pages]
+    characters = sorted({" ", *(character for page in lines for line in page
+                                for text, _ in line for character in text)})
     if len(characters) > 0xFFFF:
         raise ValueError(f"{len(characters)} distinct characters: at most 65535 fit one font")
     codes = {character: number + 1 for number, character in enumerate(characters)}  # 0: .notdef
     pdf = pikepdf.new()
     font = pdf.make_indirect(_type0_font(pdf, characters))
-    for page, dpi, page_words in zip(pages, dpis, words):
+    for page, dpi, page_lines in zip(pages, dpis, lines):
         scale = 72.0 / dpi
         pdf.add_blank_page(page_size=(page["width"] * scale, page["height"] * scale))
         text_page = pdf.pages[-1]
         text_page.Resources = Dictionary(Font=Dictionary({str(FONT_RESOURCE): font}))
         operations = [([], "q"), ([INVISIBLE], "Tr")]
-        for text, points in page_words:
-            operations += _word(text, points, codes, scale, page["height"] * scale)
+        for line in page_lines:
+            operations += _line(line, codes, scale, page["height"] * scale)
         operations.append(([], "Q"))
         text_page.Contents = pdf.make_stream(pikepdf.unparse_content_stream(operations))
     return pdf
 
 
-def _word(text: str, points: list, codes: dict[str, int], scale: float,
+def _line(words: list[tuple[str, list]], codes: dict[str, int], scale: float,
           page_height: float) -> list[tuple[list, str]]:
-    """The text object of one word: ``points`` in pixels (y down), ``scale`` points per pixel."""
-    (x0, y0), (x1, y1), (x2, y2), (x3, y3) = [(x * scale, page_height - y * scale)
-                                              for x, y in points]
-    width = (math.hypot(x1 - x0, y1 - y0) + math.hypot(x2 - x3, y2 - y3)) / 2
-    size = (math.hypot(x3 - x0, y3 - y0) + math.hypot(x2 - x1, y2 - y1)) / 2
-    if size < _MIN_SIZE_PT or width < _MIN_SIZE_PT:
+    """The text object of one line: ``words`` with points in pixels (y down), ``scale``
+    points per pixel, ``page_height`` in points.
+
+    The line runs the nearest quarter turn to its words' baselines (the bottom edges): text
+    readers (poppler's above all) break words tilted off the axes into letters and reorder
+    them. In that direction its words share one baseline and one font size, the line's
+    extent across it, as an hOCR line's words do; each word spans its own extent along it,
+    and is followed by a space (but the last), so readers copy the words apart however
+    close they are.
+    """
+    pdf_points = [[(x * scale, page_height - y * scale) for x, y in points]
+                  for _, points in words]
+    run_x = sum(q[2][0] - q[3][0] for q in pdf_points)
+    run_y = sum(q[2][1] - q[3][1] for q in pdf_points)
+    turns = round(math.atan2(run_y, run_x) / (math.pi / 2)) % 4
+    cos, sin = ((1, 0), (0, 1), (-1, 0), (0, -1))[turns]
+    along = [[x * cos + y * sin for x, y in q] for q in pdf_points]        # the line's frame
+    across = [y * cos - x * sin for q in pdf_points for x, y in q]
+    baseline, size = min(across), max(across) - min(across)
+    if size < _MIN_SIZE_PT:
         return []
-    angle = math.atan2(y2 - y3, x2 - x3)               # along the bottom edge: the baseline
-    cos, sin = math.cos(angle), math.sin(angle)
-    natural = len(text) * size * glyphless_font.ADVANCE / glyphless_font.UNITS_PER_EM
-    encoded = b"".join(codes[character].to_bytes(2, "big") for character in text)
-    return [([], "BT"),
-            ([FONT_RESOURCE, _number(size)], "Tf"),
-            ([_number(100.0 * width / natural)], "Tz"),
-            ([*(_number(v, 4) for v in (cos, sin, -sin, cos)), _number(x3), _number(y3)], "Tm"),
-            ([pikepdf.String(encoded)], "Tj"),
-            ([], "ET")]
+    advance = size * glyphless_font.ADVANCE / glyphless_font.UNITS_PER_EM
+    operations = [([], "BT"), ([FONT_RESOURCE, _number(size)], "Tf")]
+    for number, ((text, _), extent) in enumerate(zip(words, along)):
+        start, width = min(extent), max(extent) - min(extent)
+        if width < _MIN_SIZE_PT:
+            continue
+        spaced = text if number == len(words) - 1 else text + " "
+        origin = (start * cos - baseline * sin, start * sin + baseline * cos)
+        operations += [
+            ([_number(100.0 * width / (len(text) * advance), 4)], "Tz"),
+            ([cos, sin, -sin, cos, _number(origin[0]), _number(origin[1])], "Tm"),
+            ([pikepdf.String(b"".join(codes[c].to_bytes(2, "big") for c in spaced))], "Tj")]
+    return operations + [([], "ET")]
 
 
 def _number(value: float, places: int = 2) -> float:
@@ -110,8 +134,11 @@ def _type0_font(pdf: pikepdf.Pdf, characters: list[str]) -> Dictionary:
     descriptor = Dictionary(
         Type=Name.FontDescriptor, FontName=Name("/" + glyphless_font.NAME),
         Flags=5,                                       # fixed pitch, symbolic
-        FontBBox=Array([0, 0, glyphless_font.ADVANCE, glyphless_font.UNITS_PER_EM]),
-        ItalicAngle=0, Ascent=glyphless_font.UNITS_PER_EM, Descent=0,
+        FontBBox=Array([0, glyphless_font.BOX_BOTTOM, glyphless_font.ADVANCE,
+                        glyphless_font.BOX_TOP]),
+        # Descent -1, not 0: poppler takes a descent of 0 for a broken font and gives the
+        # words its default, 35 % of their size below the line (Tesseract writes -1 too).
+        ItalicAngle=0, Ascent=glyphless_font.UNITS_PER_EM, Descent=-1,
         CapHeight=glyphless_font.UNITS_PER_EM, StemV=80, FontFile2=font_file)
     box = glyphless_font.BOX_GLYPH.to_bytes(2, "big")
     descendant = Dictionary(

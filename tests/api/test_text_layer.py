@@ -3,6 +3,7 @@ independent readers: FreeType (through Pillow) loads the font; poppler (pdftotex
 pdftoppm) and PDFium (pypdfium2) find every word where it was put, and paint nothing."""
 
 import io
+import math
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
@@ -74,11 +75,75 @@ def test_pdfium_finds_every_word_in_reading_order(pdf):
 def test_a_word_sits_on_its_box(pdf, tmp_path):
     words = {w["text"]: w for w in poppler_words(pdf, tmp_path)}
     hello = words["Hello"]                            # pixels (100, 100)-(300, 150)
-    assert (hello["xMin"], hello["yMin"], hello["xMax"]) == pytest.approx((36, 36, 108), abs=0.5)
+    assert (hello["xMin"], hello["yMin"], hello["xMax"], hello["yMax"]) == \
+        pytest.approx((36, 36, 108, 54), abs=0.5)
     # The turned word: its top edge (x 800 px = 288 pt) on the right, running down the page.
     sideways = words["Sideways"]                      # pixels (750, 100)-(800, 400)
     assert (sideways["xMax"], sideways["yMin"], sideways["yMax"]) == \
         pytest.approx((288, 36, 144), abs=0.5)
+
+
+def one_page(lines: list[list[tuple[str, list]]], width=1200, height=800) -> bytes:
+    """The text layer of one page at 72 dpi (points = pixels) with these lines of words."""
+    boxes = [{"text": text, "points": points} for line in lines for text, points in line]
+    starts = [sum(len(line) for line in lines[:n]) for n in range(len(lines))]
+    page = {"width": width, "height": height, "boxes": boxes,
+            "lines": [{"boxes": list(range(start, start + len(line)))}
+                      for start, line in zip(starts, lines)]}
+    with text_layer.text_pdf([page], [72.0]) as document:
+        out = io.BytesIO()
+        document.save(out)
+        return out.getvalue()
+
+
+def rectangle(x0: float, y0: float, x1: float, y1: float) -> list:
+    return [[x0, y0], [x1, y0], [x1, y1], [x0, y1]]
+
+
+def tilted(words: list[str], x: float, y: float, height: float, degrees: float) -> list:
+    """A line of words whose boxes rise ``degrees`` to the right (as a photo of a page held
+    askew gives them), each 0.55 of the height wide per character."""
+    a = math.radians(degrees)
+    along, down = (math.cos(a), -math.sin(a)), (math.sin(a), math.cos(a))
+    line = []
+    for word in words:
+        length = 0.55 * height * len(word)
+        top_left = (x, y)
+        top_right = (x + length * along[0], y + length * along[1])
+        line.append((word, [list(top_left), list(top_right),
+                            [top_right[0] + height * down[0], top_right[1] + height * down[1]],
+                            [x + height * down[0], y + height * down[1]]]))
+        x, y = x + (length + 0.35 * height) * along[0], y + (length + 0.35 * height) * along[1]
+    return line
+
+
+@pytest.mark.parametrize("degrees", [-6, -2, 2, 4, 6])
+def test_a_tilted_line_reads_as_its_words_in_order(tmp_path, degrees):
+    words = "The quick brown fox jumps over the lazy dog".split()
+    layer = one_page([tilted(words, 100, 300, 30, degrees)])
+    assert pdftotext(layer, tmp_path).split() == words
+    assert pdfium.PdfDocument(layer)[0].get_textpage().get_text_range() == " ".join(words)
+
+
+def test_close_words_are_copied_apart(tmp_path):
+    """Boxes 2 px apart: each word but a line's last is followed by a space."""
+    layer = one_page([[("Hello", rectangle(100, 100, 300, 150)),
+                       ("world", rectangle(302, 100, 502, 150)),
+                       ("again", rectangle(504, 100, 704, 150))]])
+    assert pdftotext(layer, tmp_path).strip() == "Hello world again"
+    assert pdfium.PdfDocument(layer)[0].get_textpage().get_text_range() == "Hello world again"
+
+
+@pytest.mark.parametrize("overlap", [0, 5])
+def test_lines_whose_boxes_touch_stay_lines(tmp_path, overlap):
+    """Boxes 50 px tall, the lines 50 - overlap px apart (CRAFT pads its boxes)."""
+    tops = [100 + k * (50 - overlap) for k in range(4)]
+    lines = [[(f"L{k}a", rectangle(100, y, 200, y + 50)),
+              (f"L{k}b", rectangle(220, y, 320, y + 50))] for k, y in enumerate(tops)]
+    layer = one_page(lines)
+    expected = ["L0a L0b", "L1a L1b", "L2a L2b", "L3a L3b"]
+    assert pdfium.PdfDocument(layer)[0].get_textpage().get_text_range().split("\r\n") == expected
+    assert pdftotext(layer, tmp_path).split("\n")[:4] == expected
 
 
 def test_the_font_is_embedded_and_maps_back_to_unicode(pdf, tmp_path):
@@ -114,7 +179,8 @@ def test_boxes_without_text_give_an_empty_page(tmp_path):
 
 
 def test_more_distinct_characters_than_two_byte_codes_is_refused():
-    page = {**PAGE, "boxes": [{"text": "".join(map(chr, range(0x20000, 0x30000))),
+    # 65535 characters and the space between words: one more than 2-byte codes from 1 hold.
+    page = {**PAGE, "boxes": [{"text": "".join(map(chr, range(0x20000, 0x2FFFF))),
                                "points": PAGE["boxes"][0]["points"]}], "lines": [{"boxes": [0]}]}
     with pytest.raises(ValueError, match="65536 distinct characters"):
         text_layer.text_pdf([page], [DPI])
