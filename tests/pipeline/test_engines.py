@@ -80,31 +80,38 @@ def test_engine_reports_what_runs(detected):
             assert f" {precision.upper()} " in network.description
 
 
-def test_every_image_matches_the_reference_or_auto_refuses_the_precision(detected):
-    """Green on every CPU kind: a precision this CPU offers is at parity on every test image
-    (the unseen ones included), or the validation set refuses it, so ``auto`` never serves
-    it (a forced one says so in /api/models)."""
-    (_, craft_precision, refiner_precision, long_side), (craft, refiner), found = detected
-    scores = {name: parity_f(found[name], expected)
-              for name, (_, expected) in case_images(long_side).items()}
-    if min(scores.values()) >= PARITY_F:
-        return
-    assert (craft_precision, refiner_precision) != ("fp32", "fp32"), scores
+def assert_auto_refuses(detected, what: str) -> None:
+    """A case off FP32's figures (``what`` says how) must be one that ``auto`` never serves:
+    a reduced precision the validation set refuses. So the tests pass on every CPU kind,
+    whatever precisions it offers and however they round."""
+    (_, craft_precision, refiner_precision, _), (craft, refiner), _ = detected
+    assert (craft_precision, refiner_precision) != ("fp32", "fp32"), what
     validation_set = validation.ValidationSet(validation.DEFAULT_FOLDER)
     if craft_precision != "fp32":
         verdict = validation.detector_validator(validation_set, refiner)(craft)
     else:
         verdict = validation.link_refiner_validator(validation_set, craft)(refiner)
     assert not verdict.passed, (
-        f"not at parity on the test images {scores}, yet the validation set accepts it "
-        f"({verdict.detail}): auto would serve it")
+        f"{what}, yet the validation set accepts it ({verdict.detail}): auto would serve it")
+
+
+def test_every_image_matches_the_reference_or_auto_refuses_the_precision(detected):
+    """Green on every CPU kind: a precision this CPU offers is at parity on every test image
+    (the unseen ones included), or the validation set refuses it, so ``auto`` never serves
+    it (a forced one says so in /api/models)."""
+    (_, _, _, long_side), _, found = detected
+    scores = {name: parity_f(found[name], expected)
+              for name, (_, expected) in case_images(long_side).items()}
+    if min(scores.values()) < PARITY_F:
+        assert_auto_refuses(detected, f"not at parity on the test images {scores}")
 
 
 @pytest.mark.parametrize("detected", [case for case in engine_cases() if case[3] == 1280],
                          indirect=True, ids=lambda case: "-".join(map(str, case)))
 def test_icdar_hmean_is_no_lower_than_fp32s(detected):
     """Quality is judged at 1280 (tests/data/SOURCES.md): the cases run there, on the shared
-    ICDAR sample and on the unseen one."""
+    ICDAR sample and on the unseen one. Green on every CPU kind, like the parity test: a
+    precision off FP32's figures is one the validation set refuses."""
     _, _, found = detected
     for ground_truth, expected in ((DATA / "icdar2015_gt.json", (7, 8, 8)),
                                    (UNSEEN / "icdar2015_gt.json", UNSEEN_ICDAR_FP32)):
@@ -113,7 +120,12 @@ def test_icdar_hmean_is_no_lower_than_fp32s(detected):
             total.add(evaluation.score_image(found[image.image], image.truths,
                                              image.dont_care))
         # FP32's figures, through the served ensemble: tests/ops/test_evaluate_detection.py.
-        assert (total.matched, total.detections, total.truths) == expected, ground_truth
+        # A precision that misses them is one auto must refuse (a BF16 CRAFT on an AMX Xeon
+        # lost every box of one image).
+        figures = (total.matched, total.detections, total.truths)
+        if figures != expected:
+            assert_auto_refuses(detected, f"{ground_truth.parent.name}: (matched, detections, "
+                                          f"truths) {figures}, FP32's {expected}")
 
 
 def test_an_unavailable_precision_is_refused_with_the_fix(tmp_path):
