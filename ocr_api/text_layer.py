@@ -39,11 +39,16 @@ def lines_of(page: dict) -> list[list[tuple[str, list]]]:
     surrogates, which no PDF string can carry."""
     boxes, found = page["boxes"], []
     for line in page["lines"]:
-        words = [("".join(c for c in boxes[index]["text"] if not "\ud800" <= c <= "\udfff"),
-                  boxes[index]["points"]) for index in line["boxes"] if boxes[index].get("text")]
-        if words := [(text, points) for text, points in words if text]:
+        words = [(text, boxes[index]["points"]) for index in line["boxes"]
+                 if (text := _encodable(boxes[index].get("text", "")))]
+        if words:
             found.append(words)
     return found
+
+
+def _encodable(text: str) -> str:
+    """``text`` without lone UTF-16 surrogates (a str from JSON may hold them)."""
+    return "".join(c for c in text if not "\ud800" <= c <= "\udfff")
 
 
 def text_pdf(pages: list[dict], dpis: list[float]) -> pikepdf.Pdf:

@@ -101,3 +101,13 @@ def pdftotext(pdf: bytes, tmp_path: Path, *args: str) -> str:
     path.write_bytes(pdf)
     return subprocess.run(["pdftotext", *args, str(path), "-"], check=True, capture_output=True,
                           text=True).stdout
+
+
+def pdftotext_words(pdf: bytes, tmp_path: Path, *args: str) -> list[dict]:
+    """``pdftotext -bbox``'s words (``args``: more options, e.g. ``-l 1``), in its order, each
+    ``{"text", "xMin", "yMin", "xMax", "yMax"}`` with the box in points from the top left."""
+    import xml.etree.ElementTree as ET
+
+    layout = ET.fromstring(pdftotext(pdf, tmp_path, "-bbox", *args))
+    return [{"text": word.text, **{k: float(word.get(k)) for k in ("xMin", "yMin", "xMax", "yMax")}}
+            for word in layout.iter("{http://www.w3.org/1999/xhtml}word")]

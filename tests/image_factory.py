@@ -27,6 +27,25 @@ def encode(image: Image.Image, fmt: str = "PNG", **save_args) -> bytes:
     return buffer.getvalue()
 
 
+def images_pdf(images: list[Image.Image], resolution: float = 96) -> bytes:
+    """The images as the pages of one PDF at ``resolution`` dpi (as a scanner or a phone app's
+    "save as PDF" makes them)."""
+    out = io.BytesIO()
+    images[0].convert("RGB").save(out, "PDF", save_all=True, resolution=resolution,
+                                  append_images=[image.convert("RGB") for image in images[1:]])
+    return out.getvalue()
+
+
+def heic(image: Image.Image, quality: int = 95) -> bytes:
+    """``image`` as HEIC, written by pillow-heif (pi-heif, which the service reads with, has no
+    encoder). Not registered with Pillow, so the service's own opener is the one that reads it."""
+    import pillow_heif
+
+    out = io.BytesIO()
+    pillow_heif.from_pillow(image).save(out, quality=quality)
+    return out.getvalue()
+
+
 def marker_image(width: int = 40, height: int = 20) -> Image.Image:
     """White RGB image with a red block in its top-left quarter (to check orientation)."""
     image = Image.new("RGB", (width, height), "white")

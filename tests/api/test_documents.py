@@ -16,7 +16,8 @@ from PIL import Image
 from ocr_api.models import OcrRequest
 from ocr_pipeline.imaging import turned_png
 from ocr_pipeline.text_evaluation import load_text_truth, score_text
-from tests.helpers import DATA, IMAGES, blank_pdf, pdftotext
+from tests.helpers import DATA, IMAGES, blank_pdf, pdftotext, pdftotext_words
+from tests.image_factory import images_pdf
 
 pytestmark = [pytest.mark.django_db, pytest.mark.triton]
 DOCUMENTS = DATA / "documents"
@@ -25,12 +26,8 @@ XHTML = "{http://www.w3.org/1999/xhtml}"
 
 
 def two_page_pdf() -> bytes:
-    """english.png and idcard.png as the two pages of a PDF (96 dpi images, as a scanner or a
-    phone app's "save as PDF" makes them)."""
-    pages = [Image.open(IMAGES / name).convert("RGB") for name in ("english.png", "idcard.png")]
-    out = io.BytesIO()
-    pages[0].save(out, "PDF", save_all=True, append_images=pages[1:], resolution=96)
-    return out.getvalue()
+    """english.png and idcard.png as the two pages of a PDF (96 dpi images)."""
+    return images_pdf([Image.open(IMAGES / name) for name in ("english.png", "idcard.png")])
 
 
 def post(client, data: bytes, content_type: str, query: str = ""):
@@ -140,14 +137,12 @@ def test_searchable_pdf_gives_the_same_pages_back_and_pdftotext_finds_the_words(
     assert score_text(pages[0], TRUTH["english.png"].words).f_score >= 0.95
     assert score_text(pages[1], TRUTH["idcard.png"].words).recall >= 0.80
     # A word sits where it was read: "Reduce" at the top left of page 1, in points.
-    layout = pdftotext(response.content, tmp_path, "-bbox")
-    word = ET.fromstring(layout.replace("<!DOCTYPE html>", "")).find(
-        ".//{http://www.w3.org/1999/xhtml}word")
+    word = pdftotext_words(response.content, tmp_path)[0]
     box = answer.json()["pages"][0]["boxes"][0]["points"]
     scale = 72 / 200
-    assert word.text == "Reduce"
-    assert abs(float(word.get("xMin")) - box[0][0] * scale) < 3
-    assert abs(float(word.get("yMin")) - min(p[1] for p in box) * scale) < 4
+    assert word["text"] == "Reduce"
+    assert abs(word["xMin"] - box[0][0] * scale) < 3
+    assert abs(word["yMin"] - min(p[1] for p in box) * scale) < 4
 
 
 def test_a_searchable_pdf_of_an_image_is_the_image_with_its_words(api_client, live_triton,

@@ -4,13 +4,12 @@
 import io
 
 import numpy as np
-import pillow_heif
 import pytest
 import simplejpeg
 from PIL import Image
 
 from tests.helpers import IMAGES, reference_boxes
-from tests.image_factory import encode, swapped_primaries_icc, with_orientation
+from tests.image_factory import encode, heic, swapped_primaries_icc, with_orientation
 from tests.parity import PARITY_F, parity_f
 
 pytestmark = [pytest.mark.django_db, pytest.mark.triton]
@@ -37,14 +36,6 @@ def ycck_jpeg(picture: Image.Image) -> bytes:
     inverted = 255 - np.asarray(picture.convert("CMYK"))
     return simplejpeg.encode_jpeg(np.ascontiguousarray(inverted), quality=95,
                                   colorspace="CMYK")
-
-
-def heic(picture: Image.Image) -> bytes:
-    # Written by pillow-heif (pi-heif, which the service reads with, has no encoder); not
-    # registered with Pillow, so the gateway's own opener is the one that sniffs it.
-    buffer = io.BytesIO()
-    pillow_heif.from_pillow(picture).save(buffer, quality=95)
-    return buffer.getvalue()
 
 
 def big_exif() -> bytes:

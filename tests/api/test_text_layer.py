@@ -6,7 +6,6 @@ import io
 import math
 import shutil
 import subprocess
-import xml.etree.ElementTree as ET
 
 import numpy as np
 import pikepdf
@@ -15,7 +14,7 @@ import pytest
 from PIL import Image, ImageFont
 
 from ocr_api import glyphless_font, text_layer
-from tests.helpers import pdftotext
+from tests.helpers import pdftotext, pdftotext_words
 
 DPI = 200.0                      # 0.36 points per pixel
 #: A 1000 x 500 px page: Latin with a diacritic, Chinese, Korean, a character outside the BMP,
@@ -42,14 +41,6 @@ def pdf() -> bytes:
         return out.getvalue()
 
 
-def poppler_words(pdf: bytes, tmp_path) -> list[dict]:
-    """pdftotext -bbox: the first page's words, each with its text and box in points."""
-    layout = ET.fromstring(pdftotext(pdf, tmp_path, "-bbox", "-l", "1")
-                           .replace("<!DOCTYPE html>", ""))
-    return [{"text": w.text, **{k: float(w.get(k)) for k in ("xMin", "yMin", "xMax", "yMax")}}
-            for w in layout.iter("{http://www.w3.org/1999/xhtml}word")]
-
-
 def test_freetype_loads_the_font_with_its_name_and_advance():
     font = ImageFont.truetype(io.BytesIO(glyphless_font.font_bytes()), 20)
     assert font.getname() == ("GlyphLessFont", "Regular")
@@ -73,7 +64,7 @@ def test_pdfium_finds_every_word_in_reading_order(pdf):
 
 
 def test_a_word_sits_on_its_box(pdf, tmp_path):
-    words = {w["text"]: w for w in poppler_words(pdf, tmp_path)}
+    words = {w["text"]: w for w in pdftotext_words(pdf, tmp_path, "-l", "1")}
     hello = words["Hello"]                            # pixels (100, 100)-(300, 150)
     assert (hello["xMin"], hello["yMin"], hello["xMax"], hello["yMax"]) == \
         pytest.approx((36, 36, 108, 54), abs=0.5)

@@ -11,7 +11,6 @@ the ``/api/models`` of each) and ``STACK_FIGURES`` (where the parity figures are
 The tests run in file order; the last one takes the stack down.
 """
 
-import io
 import json
 import os
 import shlex
@@ -22,11 +21,11 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-import pillow_heif
 import pytest
 from PIL import Image
 
 from tests.helpers import IMAGES, pdftotext
+from tests.image_factory import heic, images_pdf
 from tests.parity import PARITY_F, parity_f
 
 ENV = os.environ
@@ -178,22 +177,19 @@ def test_gateway_runs_as_a_non_root_user_on_a_read_only_root():
 
 
 def test_the_images_read_a_pdf_and_answer_its_searchable_pdf(tmp_path):
-    page = io.BytesIO()
-    Image.open(IMAGES / "korean.png").convert("RGB").save(page, "PDF", resolution=96)
-    status, _, body = post_ocr(page.getvalue(), "application/pdf")
+    page = images_pdf([Image.open(IMAGES / "korean.png")])
+    status, _, body = post_ocr(page, "application/pdf")
     assert status == 200, body
     words = json.loads(body)["text"].split()
     assert len(words) == 6
-    status, headers, searchable = post_ocr(page.getvalue(), "application/pdf", "?format=pdf")
+    status, headers, searchable = post_ocr(page, "application/pdf", "?format=pdf")
     assert status == 200 and headers["Content-Type"] == "application/pdf"
     assert sorted(pdftotext(searchable, tmp_path).split()) == sorted(words)
 
 
 def test_the_images_read_heic():
-    heic = io.BytesIO()
-    pillow_heif.from_pillow(Image.open(IMAGES / "korean.png").convert("RGB")).save(heic,
-                                                                                  quality=95)
-    status, _, body = post_ocr(heic.getvalue(), "image/heic")
+    status, _, body = post_ocr(heic(Image.open(IMAGES / "korean.png").convert("RGB")),
+                               "image/heic")
     assert status == 200, body
     read = json.loads(body)
     assert read["image"] == {"width": 629, "height": 420, "format": "HEIC", "angle": 0}
