@@ -32,6 +32,7 @@ import tritonclient.grpc as grpcclient  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from ocr_api import documents  # noqa: E402
+from ocr_contract.tensors import ENSEMBLE  # noqa: E402
 from ocr_embedded.launcher import EmbeddedTriton  # noqa: E402
 from ocr_inference.client import TritonClient  # noqa: E402
 
@@ -81,14 +82,15 @@ def page_costs(triton: EmbeddedTriton, samples: dict[str, bytes]) -> list[dict]:
                 page, extra = documents.page_input(document, index)
                 before = triton_stats.snapshot(stats)
                 result = client.infer(page, extra)
-                after = triton_stats.per_request(before, triton_stats.snapshot(stats), 1)
+                after = triton_stats.per_request(
+                    before, triton_stats.snapshot_after(stats, before, ENSEMBLE, 1), 1)
                 pre = after["preprocess"]
                 preprocess_ms = sum(pre[f"{stage}_ms"] for stage in triton_stats.STAGES)
                 rows.append({"document": name, "page": index + 1, "bytes": len(page),
                              "size": f"{result.width}x{result.height}",
                              "preprocess_ms": preprocess_ms,
-                             "ensemble_ms": after["ensemble_ocr"]["success_ms"],
-                             "share": preprocess_ms / after["ensemble_ocr"]["success_ms"]})
+                             "ensemble_ms": after[ENSEMBLE]["success_ms"],
+                             "share": preprocess_ms / after[ENSEMBLE]["success_ms"]})
     finally:
         client.close()
         stats.close()

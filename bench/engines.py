@@ -30,6 +30,7 @@ from pathlib import Path
 import tritonclient.grpc as grpcclient
 from PIL import Image
 
+from ocr_contract.tensors import ENSEMBLE
 from ocr_embedded.launcher import EmbeddedTriton, free_port
 from ocr_pipeline.engines import openvino_precisions
 from ocr_pipeline.evaluation import DetectionScore, load_mmocr_textdet, score_image
@@ -117,13 +118,14 @@ def around_networks(client, caller: HttpCaller, images: list[BenchImage]) -> dic
     the ensemble's request time minus the networks' ``compute_infer``, and each Python step."""
     before = triton_stats.snapshot(client)
     timed(caller, images, 1)
-    stats = triton_stats.per_request(before, triton_stats.snapshot(client), len(images))
-    ensemble = stats["ensemble_ocr"]["success_ms"]
+    after = triton_stats.snapshot_after(client, before, ENSEMBLE, len(images))
+    stats = triton_stats.per_request(before, after, len(images))
+    ensemble = stats[ENSEMBLE]["success_ms"]
     networks = sum(stats[name]["compute_infer_ms"] for name in NETWORKS if name in stats)
     return {"ensemble_ms": ensemble, "networks_ms": networks,
             "outside_networks_ms": ensemble - networks,
             "steps_ms": {name: round(entry["compute_infer_ms"], 1)
-                         for name, entry in stats.items() if name != "ensemble_ocr"}}
+                         for name, entry in stats.items() if name != ENSEMBLE}}
 
 
 def quality(answers: dict, long_side: int) -> dict:

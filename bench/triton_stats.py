@@ -9,6 +9,8 @@ ensemble's own entry covers its whole request; its composing models have their o
 
 from __future__ import annotations
 
+import time
+
 STAGES = ("queue", "compute_input", "compute_infer", "compute_output")
 
 
@@ -29,6 +31,29 @@ def snapshot(client) -> dict[str, dict]:
         model["execution_count"] = int(entry.get("execution_count", 0))
         models[entry["name"]] = model
     return models
+
+
+def snapshot_after(client, before: dict, model: str, requests: int,
+                   timeout_s: float = 30.0) -> dict[str, dict]:
+    """A :func:`snapshot` once ``model`` has counted ``requests`` more successes than in
+    ``before``. Triton records a request's statistics after it has sent the answer, so a
+    snapshot taken as soon as the last answer arrives can miss it (seen with the ensemble on a
+    loaded 2-core machine).
+
+    Raises:
+        TimeoutError: not counted within ``timeout_s`` seconds.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        after = snapshot(client)
+        counted = after.get(model, {}).get("success", (0, 0))[0] \
+            - before.get(model, {}).get("success", (0, 0))[0]
+        if counted >= requests:
+            return after
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{model}: {counted} of {requests} requests counted by Triton "
+                               f"within {timeout_s:.0f} s")
+        time.sleep(0.05)
 
 
 def per_request(before: dict, after: dict, requests: int) -> dict[str, dict]:

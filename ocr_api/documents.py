@@ -76,7 +76,7 @@ def open_document(data: bytes, max_pages: int) -> Document:
 def _too_many(count: str, max_pages: int) -> errors.TooManyPages:
     return errors.TooManyPages(
         f"The document has {count} pages; one request reads at most {max_pages}. Send a longer "
-        "document in parts of up to {max_pages} pages (the gateway's OCR_MAX_PAGES).")
+        f"document in parts of up to {max_pages} pages (the gateway's OCR_MAX_PAGES).")
 
 
 def _tiff_pages(data: bytes, max_pages: int) -> int:

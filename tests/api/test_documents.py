@@ -246,7 +246,9 @@ def test_documents_that_cannot_be_read_are_refused_before_triton(api_client, liv
     response = post(api_client, data, "application/pdf")
     assert (response.status_code, response.json()["error"]["code"]) == (status, code)
     if code == "too_many_pages":
-        assert "at most 10" in response.json()["error"]["message"]
+        assert response.json()["error"]["message"] == (
+            "The document has 200 pages; one request reads at most 10. Send a longer document "
+            "in parts of up to 10 pages (the gateway's OCR_MAX_PAGES).")
     row = OcrRequest.objects.get(request_id=response.json()["request_id"])
     assert (row.http_status, row.error_code, row.inference_ms) == (status, code, None)
 

@@ -59,14 +59,15 @@ class Command(BaseCommand):
     def handle(self, *args, port, triton_grpc_port, triton_http_port, triton_metrics_port,
                **options):
         log_path = settings.VAR_DIR / "log" / "triton.log"
+        # Compiled OpenVINO models and precision decisions are cached so that restarts reuse them.
+        cache_dir = os.environ.get("OCR_ENGINE_CACHE_DIR",
+                                   str(settings.VAR_DIR / "cache" / "openvino"))
         triton = EmbeddedTriton(
             repository=settings.TRITON_MODEL_REPOSITORY, log_path=log_path,
             grpc_port=triton_grpc_port, http_port=triton_http_port,
             metrics_port=triton_metrics_port,
             cache_bytes=int(os.environ.get("TRITON_CACHE_BYTES", 256 * 1024 * 1024)),
-            # Compiled OpenVINO models are cached so that restarts do not recompile.
-            env={"OCR_ENGINE_CACHE_DIR": os.environ.get(
-                "OCR_ENGINE_CACHE_DIR", str(settings.VAR_DIR / "cache" / "openvino"))})
+            env={"OCR_ENGINE_CACHE_DIR": cache_dir})
         busy = [f"{name} {number}" for name, number in (
             ("HTTP_PORT", port), ("TRITON_GRPC_PORT", triton_grpc_port),
             ("TRITON_HTTP_PORT", triton_http_port), ("TRITON_METRICS_PORT", triton_metrics_port))
@@ -80,6 +81,10 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, _interrupt)
         self.stdout.write(f"Starting Triton (gRPC :{triton.grpc_port}, HTTP :{triton.http_port}, "
                           f"metrics :{triton.metrics_port}); log: {log_path}")
+        # Minutes of silence otherwise, on a first start: say why.
+        self.stdout.write("  the first start compiles the networks and times their precisions on "
+                          "this CPU (a few minutes); later starts reuse "
+                          f"{cache_dir}")
         supervisor = TritonSupervisor(triton)
         # Clients reach nginx on `port`; gunicorn listens on loopback only, behind it.
         upstream_port = free_port()
