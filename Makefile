@@ -82,3 +82,11 @@ wheelhouse: $(STAMP)
 .PHONY: test-containers
 test-containers: setup
 	tests/containers/run.sh
+
+# make fuzz - set up, then 1,000 damaged documents (seeded mutations of the test PDFs and a
+# multi-page TIFF) against /api/ocr with a fresh seed: every answer 200 or a 4xx with its code,
+# never a 5xx (tests/api/test_fuzzed_documents.py; the seed is printed). A few minutes.
+.PHONY: fuzz
+fuzz: check-test setup
+	OCR_FUZZ_CASES_PER_SOURCE=250 OCR_FUZZ_SEED=$${OCR_FUZZ_SEED:-$$(date +%s)} \
+		$(BIN)/python -m pytest tests/api/test_fuzzed_documents.py -s -k mutated $(PYTEST_ARGS)

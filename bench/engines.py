@@ -30,8 +30,9 @@ from pathlib import Path
 import tritonclient.grpc as grpcclient
 from PIL import Image
 
-from ocr_contract.tensors import ENSEMBLE
-from ocr_embedded.launcher import EmbeddedTriton, free_port
+from ocr_contract.tensors import CRAFT_MODEL, ENSEMBLE, REFINENET_MODEL
+from ocr_embedded.stack import Stack
+from ocr_pipeline import detection
 from ocr_pipeline.engines import openvino_precisions
 from ocr_pipeline.evaluation import DetectionScore, load_mmocr_textdet, score_image
 
@@ -41,14 +42,13 @@ from .load import BenchImage, percentile
 from .machine import describe_cpu
 from .modes import HttpCaller
 from .pipeline import model_repository
-from .servers import Gunicorn, engine_descriptions, prepare_gateway_state
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 BASELINE = "onnxruntime"
 AUTO = "openvino-auto"
 #: The networks whose compute is not "around the networks".
-NETWORKS = ("craft", "refinenet")
+NETWORKS = (CRAFT_MODEL, REFINENET_MODEL)
 #: The shape the compute floor is counted at (scaled by area to each image's padded input).
 FLOOR_SHAPE = (736, 1280)
 
@@ -63,9 +63,10 @@ def per_model(steps_ms: dict[str, float], engines: dict[str, str], images: list[
     areas = [imaging.prepare_image(image.data, long_side, keep_original=False).tensor.shape[1:3]
              for image in images]
     scale = statistics.mean(h * w for h, w in areas) / (FLOOR_SHAPE[0] * FLOOR_SHAPE[1])
-    shapes = {"craft": {"image": (1, *FLOOR_SHAPE, 3)},
-              "refinenet": {"y": (1, 2, FLOOR_SHAPE[0] // 2, FLOOR_SHAPE[1] // 2),
-                            "feature": (1, 32, FLOOR_SHAPE[0] // 2, FLOOR_SHAPE[1] // 2)}}
+    shapes = {CRAFT_MODEL: {detection.IMAGE: (1, *FLOOR_SHAPE, 3)},
+              REFINENET_MODEL: {
+                  detection.MAPS: (1, 2, FLOOR_SHAPE[0] // 2, FLOOR_SHAPE[1] // 2),
+                  detection.FEATURES: (1, 32, FLOOR_SHAPE[0] // 2, FLOOR_SHAPE[1] // 2)}}
     rows = []
     for model, ms in sorted(steps_ms.items(), key=lambda item: -item[1]):
         description = engines.get(f"{model} v1", "")
@@ -82,7 +83,7 @@ def per_model(steps_ms: dict[str, float], engines: dict[str, str], images: list[
 
 def engine_rows() -> dict[str, dict[str, str]]:
     """Row name -> the environment that selects it (ocr_pipeline.engines.EngineOptions)."""
-    craft = model_repository() / "craft" / "1" / "model.onnx"
+    craft = model_repository() / CRAFT_MODEL / "1" / "model.onnx"
     rows = {AUTO: {"OCR_ENGINE": "openvino", "OCR_ENGINE_PRECISION": "auto"}}
     for precision in openvino_precisions(craft):
         rows[f"openvino-{precision}"] = {"OCR_ENGINE": "openvino",
@@ -151,19 +152,21 @@ def measure(name: str, environment: dict, images: list[BenchImage], long_sides: 
             repeats: int, work: Path, log=print) -> dict:
     """One row: latencies per long side (boxes only), quality at 1280, and for ``auto`` the
     same with recognition, and the time around the networks."""
-    triton = EmbeddedTriton(repository=model_repository(), log_path=work / f"{name}-triton.log",
-                            cache_bytes=0, env=environment)
-    triton.start(timeout_s=900)
-    gateway = client = None
+    # Response cache off; the engine's compiled models are not kept (every row compiles and,
+    # for auto, chooses afresh). The gateway on its own database, no proxy, no pooled metrics.
+    stack = Stack(work, log_prefix=f"{name}-", repository=model_repository(), cache_bytes=0,
+                  triton_env=environment, triton_start_timeout_s=900,
+                  state=work / f"{name}-var", workers=1, threads=2,
+                  gateway_env={"DJANGO_SETTINGS_MODULE": "gateway.settings",
+                               "TRITON_TIMEOUT_S": "600"},
+                  metrics=False, proxy=False)
+    triton = stack.start_triton()
+    client = None
     try:
-        env, key = prepare_gateway_state(work / f"{name}-var")
-        gateway = Gunicorn("gateway.wsgi", free_port(), workers=1, threads=2,
-                           env={**env, "DJANGO_SETTINGS_MODULE": "gateway.settings",
-                                "TRITON_GRPC_URL": triton.grpc_url, "TRITON_TIMEOUT_S": "600"},
-                           log_path=work / f"{name}-gateway.log")
-        gateway.start("/api/health")
-        headers = {"Authorization": f"Api-Key {key}"}
-        result = {"engines": engine_descriptions(triton.metrics_url), "latency_ms": {}}
+        gateway = stack.start_gateway()
+        headers = {"Authorization": f"Api-Key {stack.key}"}
+        result = {"engines": triton_stats.engine_descriptions(triton.metrics_url),
+                  "latency_ms": {}}
         log(f"{name}: {result['engines']}")
 
         def caller(long_side: int, recognize: bool) -> HttpCaller:
@@ -196,9 +199,7 @@ def measure(name: str, environment: dict, images: list[BenchImage], long_sides: 
     finally:
         if client is not None:
             client.close()
-        if gateway is not None:
-            gateway.stop()
-        triton.stop()
+        stack.stop()
 
 
 def summarise(results: dict) -> list[dict]:

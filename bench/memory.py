@@ -156,36 +156,6 @@ class MemorySampler:
                     entry["peak_rss_bytes"] = max(entry["peak_rss_bytes"], rss)
                     entry["peak_pss_bytes"] = max(entry["peak_pss_bytes"], pss)
 
-    def cpu_seconds(self) -> tuple[float, float]:
-        """``(CPU seconds all processes ran, CPU seconds of the tracked processes)``.
-
-        Both are cumulative; the difference of two readings tells how much CPU other
-        processes on the machine (other users' work) took during a run.
-        """
-        times = psutil.cpu_times()
-        # Process time only: interrupts and softirqs (loopback TCP processing of the
-        # benchmark's own traffic lands there, unattributed), waits and steal are left out.
-        busy = times.user + getattr(times, "nice", 0.0) + times.system
-        with self._lock:
-            groups = list(self._groups.values())
-        ours, seen = 0.0, set()
-        for group in groups:
-            try:
-                root = psutil.Process(group.root_pid)
-                procs = [root] + (root.children(recursive=True) if group.descendants else [])
-            except psutil.Error:
-                continue
-            for proc in procs:
-                if proc.pid in seen:
-                    continue
-                seen.add(proc.pid)
-                try:
-                    t = proc.cpu_times()
-                    ours += t.user + t.system
-                except psutil.Error:
-                    continue
-        return busy, ours
-
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
             self.sample()

@@ -3,10 +3,11 @@
 * ``ensemble`` - the product: ``POST /api/ocr`` to the gateway (gunicorn + Django), which
   sends the file to ``ensemble_ocr`` on Triton and answers the boxes.
 * ``direct`` - tritonclient gRPC straight to ``ensemble_ocr`` (no gateway).
-* ``split`` - the API process decodes, resizes and normalises the image itself
-  (``ocr_pipeline.imaging``), sends the float32 tensor to ``craft``, sends the returned
-  ``y`` and ``feature`` on to ``refinenet``, and extracts the boxes itself
-  (``ocr_pipeline.boxes``): every tensor crosses the API <-> Triton boundary.
+* ``split`` - the API process decodes, resizes and pads the image itself
+  (``ocr_pipeline.imaging``), sends the uint8 tensor to ``craft``, sends the returned
+  ``y`` and ``feature`` on to ``refinenet``, and extracts the boxes itself: the chain of
+  ``ocr_pipeline.detection`` with its networks on Triton, so every tensor crosses the API <->
+  Triton boundary.
 * ``inprocess`` - ``POST /ocr`` to the in-process baseline (``bench.inprocess``): the model
   inside each gunicorn worker, no Triton.
 """
@@ -18,11 +19,13 @@ import json
 import time
 import urllib.parse
 
+import numpy as np
 import tritonclient.grpc as grpcclient
+from ocr_contract.parameters import LINK_THRESHOLD, LOW_TEXT, TEXT_THRESHOLD
 from ocr_contract.tensors import ENSEMBLE
 from ocr_inference.requests import build_inputs, requested_outputs
-from ocr_contract.parameters import LINK_THRESHOLD, LOW_TEXT, TEXT_THRESHOLD
-from ocr_pipeline import boxes, imaging
+from ocr_pipeline import detection, imaging
+from tritonclient.utils import np_to_triton_dtype
 
 from .load import BenchImage, Sample
 from .traffic import CountingStub
@@ -140,7 +143,21 @@ class DirectCaller(_GrpcCaller):
 
 
 class SplitCaller(_GrpcCaller):
-    """Preprocessing and box extraction in the client; ``craft`` and ``refinenet`` on Triton."""
+    """Preprocessing and box extraction in the client; ``craft`` and ``refinenet`` on Triton
+    (:func:`ocr_pipeline.detection.score_maps` over gRPC)."""
+
+    def _run(self, model: str, inputs: dict[str, np.ndarray], outputs: tuple[str, ...]
+             ) -> dict[str, np.ndarray]:
+        """:data:`ocr_pipeline.detection.RunModel` over this caller's gRPC client."""
+        tensors = []
+        for name, array in inputs.items():
+            tensor = grpcclient.InferInput(name, list(array.shape),
+                                           np_to_triton_dtype(array.dtype))
+            tensor.set_data_from_numpy(array)
+            tensors.append(tensor)
+        result = self.client.infer(model, tensors, outputs=[
+            grpcclient.InferRequestedOutput(name) for name in outputs])
+        return {name: result.as_numpy(name) for name in outputs}
 
     def __call__(self, image: BenchImage) -> Sample:
         self.counter.take()
@@ -148,25 +165,12 @@ class SplitCaller(_GrpcCaller):
         prepared = imaging.prepare_image(image.data, self.long_side, keep_original=False)
         t1 = time.perf_counter()
 
-        tensor = grpcclient.InferInput("image", list(prepared.tensor.shape), "UINT8")
-        tensor.set_data_from_numpy(prepared.tensor)
-        maps = self.client.infer("craft", [tensor], outputs=[
-            grpcclient.InferRequestedOutput("y"), grpcclient.InferRequestedOutput("feature")])
-        y, feature = maps.as_numpy("y"), maps.as_numpy("feature")
-
-        inputs = []
-        for name, array in (("y", y), ("feature", feature)):
-            tensor = grpcclient.InferInput(name, list(array.shape), "FP32")
-            tensor.set_data_from_numpy(array)
-            inputs.append(tensor)
-        refined = self.client.infer("refinenet", inputs, outputs=[
-            grpcclient.InferRequestedOutput("y_refined")]).as_numpy("y_refined")
+        maps, link = detection.score_maps(self._run, prepared.tensor)
 
         t2 = time.perf_counter()
-        found, _ = boxes.detect_boxes(y[0, 0], refined[0, 0], TEXT_THRESHOLD.default,
-                                      LINK_THRESHOLD.default, LOW_TEXT.default)
-        found = boxes.to_image_coordinates(found, prepared.ratio, prepared.width,
-                                           prepared.height)
+        found, _ = detection.postprocess(maps, link, prepared.ratio, prepared.width,
+                                         prepared.height, TEXT_THRESHOLD.default,
+                                         LINK_THRESHOLD.default, LOW_TEXT.default)
         t3 = time.perf_counter()
         sent, received = self.counter.take()
         return Sample(image=image.name, boxes=int(found.shape[0]), sent_bytes=sent,

@@ -1,9 +1,9 @@
 """The whole detection pipeline in one process, as the in-process baseline runs it.
 
-Same code as the Triton models (``ocr_pipeline.imaging``, ``ocr_pipeline.engines``,
-``ocr_pipeline.boxes``) and the same engine options as the Triton cpu flavour: the
-``parameters`` of ``craft/config.pbtxt`` and ``refinenet/config.pbtxt``, overridden by the
-same ``OCR_ENGINE*`` environment variables (:meth:`EngineOptions.from_mapping`).
+Same code as the Triton models (``ocr_pipeline.imaging``, the chain of
+``ocr_pipeline.detection`` on ``ocr_pipeline.engines``) and the same engine options as the
+Triton cpu flavour: the ``parameters`` of ``craft/config.pbtxt`` and ``refinenet/config.pbtxt``,
+overridden by the same ``OCR_ENGINE*`` environment variables (:meth:`EngineOptions.from_mapping`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 from ocr_contract.parameters import LINK_THRESHOLD, LONG_SIDE, LOW_TEXT, TEXT_THRESHOLD
-from ocr_pipeline import boxes, imaging
+from ocr_contract.tensors import CRAFT_MODEL, REFINENET_MODEL
+from ocr_pipeline import detection, imaging
 from ocr_pipeline.engines import EngineOptions
 from ocr_pipeline.precision import load_engine
 
@@ -68,12 +69,12 @@ class InProcessPipeline:
     def __init__(self, repository: Path | None = None):
         repository = Path(repository or model_repository())
         self.engines = {}
-        for model in ("craft", "refinenet"):
+        for model in (CRAFT_MODEL, REFINENET_MODEL):
             parameters = config_parameters(repository, model)
             options = EngineOptions.from_mapping(parameters)
             onnx = repository / model / "1" / parameters.get("onnx_file", "model.onnx")
             self.engines[model] = load_engine(str(onnx), options)
-        self.description = self.engines["craft"].description
+        self.description = self.engines[CRAFT_MODEL].description
         self._lock = threading.Lock()
 
     def detect(self, data: bytes, long_side: int = LONG_SIDE.default) -> PipelineResult:
@@ -82,24 +83,29 @@ class InProcessPipeline:
         Raises:
             ocr_pipeline.imaging.ImageDecodeError: the bytes are not a decodable image.
         """
+        networks_ms: dict[str, float] = {}
+
+        def run(model: str, inputs: dict, outputs: tuple[str, ...]) -> dict:
+            start = time.perf_counter()
+            result = self.engines[model](inputs)
+            networks_ms[model] = (time.perf_counter() - start) * 1e3
+            return result
+
         t0 = time.perf_counter()
         prepared = imaging.prepare_image(data, long_side)
         t1 = time.perf_counter()
         with self._lock:
             t2 = time.perf_counter()
-            maps = self.engines["craft"]({"image": prepared.tensor})
+            maps, link = detection.score_maps(run, prepared.tensor)
             t3 = time.perf_counter()
-            refined = self.engines["refinenet"]({"y": maps["y"], "feature": maps["feature"]})
-            t4 = time.perf_counter()
-        found, scores = boxes.detect_boxes(
-            maps["y"][0, 0], refined["y_refined"][0, 0], TEXT_THRESHOLD.default,
-            LINK_THRESHOLD.default, LOW_TEXT.default)
-        found = boxes.to_image_coordinates(found, prepared.ratio, prepared.width, prepared.height)
-        t5 = time.perf_counter()
+        found, scores = detection.postprocess(
+            maps, link, prepared.ratio, prepared.width, prepared.height,
+            TEXT_THRESHOLD.default, LINK_THRESHOLD.default, LOW_TEXT.default)
+        t4 = time.perf_counter()
         return PipelineResult(found, scores, {
             "preprocess": (t1 - t0) * 1e3, "lock_wait": (t2 - t1) * 1e3,
-            "craft": (t3 - t2) * 1e3, "refinenet": (t4 - t3) * 1e3,
-            "postprocess": (t5 - t4) * 1e3})
+            "craft": networks_ms[CRAFT_MODEL], "refinenet": networks_ms[REFINENET_MODEL],
+            "postprocess": (t4 - t3) * 1e3})
 
     def warm_up(self, images: list[bytes], long_side: int) -> int:
         """Run each distinct input shape of ``images`` once (OpenVINO compiles per shape).

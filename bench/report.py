@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 from statistics import mean
 
+from ocr_contract.tensors import ENSEMBLE
+
 from .load import RunResult, percentile
 
 #: Models whose compute is "the model" (replaced by the GPU figure in the projection).
@@ -304,7 +306,7 @@ def step_breakdown(results: dict) -> list[dict]:
             stages = {k: stats[f"{k}_ms"] for k in
                       ("queue", "compute_input", "compute_infer", "compute_output")}
             steps.append({"model": model, **stages, "total_ms": sum(stages.values())})
-        ensemble = triton.get("ensemble_ocr", {})
+        ensemble = triton.get(ENSEMBLE, {})
         slowest = max(steps, key=lambda s: s["total_ms"])["model"] if steps else None
         rows.append({"concurrency": cell["concurrency"], "steps": steps,
                      "ensemble_request_ms": ensemble.get("success_ms"),
@@ -458,7 +460,7 @@ def markdown(results: dict, summary: dict) -> str:
             lines.append(f"| {row['concurrency']} | {step['model']}{mark} | {_f(step['queue'])} |"
                          f" {_f(step['compute_input'])} | {_f(step['compute_infer'])} | "
                          f"{_f(step['compute_output'])} | {_f(step['total_ms'])} |")
-        lines.append(f"| {row['concurrency']} | *ensemble_ocr request (Triton) / client "
+        lines.append(f"| {row['concurrency']} | *{ENSEMBLE} request (Triton) / client "
                      f"latency* | | | | | {_f(row['ensemble_request_ms'])} / "
                      f"{_f(row['client_latency_mean_ms'])} |")
 

@@ -1,10 +1,11 @@
 """``python -m bench.run`` (``make bench``): benchmark the four serving modes on this machine.
 
 One run starts an embedded Triton (response cache off) on free ports, the gateway
-(gunicorn + Django, ``deploy/gunicorn.conf.py``) pointed at it, and later the in-process
-baseline, then for each mode and concurrency sends a bounded number of closed-loop requests
-with the test images and records latency, throughput, bytes between API and Triton, Triton's
-per-model statistics and peak memory. It prints a table and writes
+(gunicorn + Django, ``deploy/gunicorn.conf.py``) pointed at it (both with
+:class:`ocr_embedded.stack.Stack`), and later the in-process baseline, then for each mode and
+concurrency sends a bounded number of closed-loop requests with the test images and records
+latency, throughput, bytes between API and Triton, Triton's per-model statistics and peak
+memory. It prints a table and writes
 ``bench/results/bench-<time>.{json,md,png}``. See ``bench/README.md``.
 """
 
@@ -24,7 +25,11 @@ from pathlib import Path
 
 import tritonclient.grpc as grpcclient
 
-from ocr_embedded.launcher import EmbeddedTriton, TritonStartError, free_port
+from ocr_contract.parameters import LONG_SIDE
+from ocr_contract.tensors import ENSEMBLE
+from ocr_embedded.gunicorn_server import Gunicorn
+from ocr_embedded.launcher import EmbeddedTriton
+from ocr_embedded.stack import START_ERRORS, Stack
 
 from . import report, triton_stats
 from .load import BenchImage, make_callers, run_closed_loop
@@ -32,7 +37,6 @@ from .machine import describe_cpu
 from .memory import MemorySampler, merge_reports
 from .modes import MODE_DESCRIPTIONS, MODES, DirectCaller, HttpCaller, SplitCaller
 from .pipeline import model_repository
-from .servers import Gunicorn, ServerStartError, engine_descriptions, prepare_gateway_state
 from .traffic import ss_available, tcp_counters, tcp_delta
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -59,7 +63,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="folder of test images (default tests/data/images)")
     parser.add_argument("--max-images", type=int, default=0,
                         help="use only the first N images, by name (0 = all)")
-    parser.add_argument("--long-side", type=int, default=1280,
+    parser.add_argument("--long-side", type=int, default=LONG_SIDE.default,
                         help="resize target of the long side, pixels (default %(default)s)")
     parser.add_argument("--workers", type=int, default=4,
                         help="gunicorn workers for the gateway and the in-process baseline")
@@ -114,6 +118,14 @@ class Bench:
         self.args, self.work = args, work
         self.images = load_images(args.images, args.max_images)
         self.sampler = MemorySampler(args.sample_interval_s)
+        # Triton with its response cache off, and the gateway on a database of its own: it
+        # sends the file over gRPC, not same-host shared memory, since the comparison is about
+        # the network between API and Triton hosts. No proxy in front, no pooled metrics.
+        self.stack = Stack(work, repository=model_repository(), cache_bytes=0,
+                           state=work / "var", workers=args.workers, threads=args.threads,
+                           gateway_env={"DJANGO_SETTINGS_MODULE": "gateway.settings",
+                                        "TRITON_SHARED_MEMORY": "false"},
+                           metrics=False, proxy=False)
         self.triton: EmbeddedTriton | None = None
         self.stats_client = None
         self.probe_bytes: dict[str, tuple[int, int]] = {}
@@ -256,16 +268,14 @@ class Bench:
 
     def start_triton(self) -> None:
         log("starting the embedded Triton (response cache off)")
-        self.triton = EmbeddedTriton(repository=model_repository(),
-                                     log_path=self.work / "triton.log", cache_bytes=0)
         started = time.monotonic()
-        self.triton.start(timeout_s=600)
+        self.triton = self.stack.start_triton()
         self.sampler.track("triton", self.triton.process.pid)
         self.stats_client = grpcclient.InferenceServerClient(self.triton.grpc_url)
-        config = self.stats_client.get_model_config("ensemble_ocr", as_json=True)["config"]
+        config = self.stats_client.get_model_config(ENSEMBLE, as_json=True)["config"]
         self.results["triton"] = {
             "start_s": round(time.monotonic() - started, 1),
-            "engines": engine_descriptions(self.triton.metrics_url),
+            "engines": triton_stats.engine_descriptions(self.triton.metrics_url),
             "ensemble_response_cache_in_config": bool(
                 config.get("response_cache", {}).get("enable", False)),
             "server_cache_bytes": 0,
@@ -289,22 +299,15 @@ class Bench:
             self.stats_client.close()
             self.stats_client = None
         if self.triton is not None:
-            self.triton.stop()
+            self.stack.stop_triton()
             self.sampler.untrack("triton")
             self.triton = None
 
     def start_gateway(self) -> Gunicorn:
         log(f"starting the gateway: gunicorn {self.args.workers} workers x "
             f"{self.args.threads} threads")
-        env, self._api_key = prepare_gateway_state(self.work / "var")
-        gateway = Gunicorn("gateway.wsgi", free_port(), self.args.workers, self.args.threads,
-                           env={**env, "DJANGO_SETTINGS_MODULE": "gateway.settings",
-                                "TRITON_GRPC_URL": self.triton.grpc_url,
-                                # The comparison is about the network between API and Triton
-                                # hosts: the file goes over gRPC, not same-host shared memory.
-                                "TRITON_SHARED_MEMORY": "false"},
-                           log_path=self.work / "gateway.log")
-        gateway.start("/api/health")
+        gateway = self.stack.start_gateway()
+        self._api_key = self.stack.key
         self.sampler.track("gateway", gateway.pid)
         return gateway
 
@@ -315,8 +318,7 @@ class Bench:
         warm_dir.mkdir(exist_ok=True)
         for image in self.images:
             (warm_dir / image.name).write_bytes(image.data)
-        server = Gunicorn("bench.inprocess.wsgi", free_port(), self.args.workers,
-                          self.args.threads,
+        server = Gunicorn("bench.inprocess.wsgi", 0, self.args.workers, self.args.threads,
                           env={"DJANGO_SETTINGS_MODULE": "bench.inprocess.settings",
                                "BENCH_WARMUP_DIR": str(warm_dir),
                                "BENCH_LONG_SIDE": str(self.args.long_side)},
@@ -417,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.requests} requests per cell; logs in {work}")
     try:
         results = bench.run()
-    except (TritonStartError, ServerStartError, RuntimeError) as exc:
+    except (*START_ERRORS, RuntimeError) as exc:
         log(f"benchmark failed: {exc}")
         log(f"logs kept in {work}")
         return 1

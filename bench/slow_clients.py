@@ -26,9 +26,7 @@ import urllib.request
 from pathlib import Path
 
 from bench.load import percentile
-from bench.servers import REPO_ROOT, Gunicorn, prepare_gateway_state
-from ocr_embedded.launcher import EmbeddedTriton, free_port
-from ocr_embedded.proxy import BufferingProxy
+from ocr_embedded.stack import REPO_ROOT, Stack, engine_cache_dir
 
 IMAGE = (REPO_ROOT / "tests" / "data" / "images" / "img_1.jpg").read_bytes()
 
@@ -159,35 +157,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=200)
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="ocr-slow-"))
-    # Response cache off: the OCR request is computed, not answered from the cache.
-    triton = EmbeddedTriton(repository=REPO_ROOT / "triton_models" / "repository",
-                            log_path=work / "triton.log", cache_bytes=0, env={
-                                "OCR_ENGINE_CACHE_DIR": str(REPO_ROOT / "var" / "cache" /
-                                                            "openvino")})
-    gunicorn = proxy = None
     table = ["| setup | load | slow connections open | health p50 ms | health p99 ms | "
              "health unanswered | OCR request |", "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
-    try:
-        triton.start(timeout_s=600)
-        env, key = prepare_gateway_state(work)
-        gunicorn = Gunicorn("gateway.wsgi", free_port(), 2, 4, dict(
-            env, TRITON_GRPC_URL=triton.grpc_url, OCR_TRUSTED_PROXIES="127.0.0.1",
-            PROMETHEUS_MULTIPROC_DIR=str(work / "prometheus"), METRICS_PORT=str(free_port()),
-            GUNICORN_ACCESS_LOG=str(work / "access.log")), work / "gunicorn.log")
-        gunicorn.start("/api/health")
-        proxy = BufferingProxy("127.0.0.1", 0, f"127.0.0.1:{gunicorn.port}", work / "proxy.log")
-        proxy.start()
-        ocr_latency(proxy.url, key)                      # warm
-        table += measure("nginx + gunicorn (make serve)", proxy.url, proxy.listen_port, key,
-                         args)
-        direct = f"http://127.0.0.1:{gunicorn.port}"
-        table += measure("gunicorn alone (before)", direct, gunicorn.port, key, args)
-    finally:
-        if proxy is not None:
-            proxy.stop()
-        if gunicorn is not None:
-            gunicorn.stop(grace_s=10)
-        triton.stop()
+    # make serve's setup; the response cache off: the OCR request is computed, not answered
+    # from the cache.
+    with Stack(work, cache_bytes=0, engine_cache=engine_cache_dir(), state=work, workers=2,
+               threads=4, gateway_env={"GUNICORN_ACCESS_LOG": str(work / "access.log")}) as stack:
+        key = stack.key
+        ocr_latency(stack.url, key)                      # warm
+        table += measure("nginx + gunicorn (make serve)", stack.url, stack.port, key, args)
+        gunicorn = stack.gunicorn
+        table += measure("gunicorn alone (before)", gunicorn.url, gunicorn.port, key, args)
     print("\n".join(table))
     return 0
 

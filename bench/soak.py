@@ -1,9 +1,9 @@
 """Soak (``make soak``): minutes of mixed valid and invalid uploads against the embedded setup.
 
-The setup is ``make serve``'s: an embedded Triton (kept running by
-:class:`~ocr_embedded.supervisor.TritonSupervisor`), gunicorn with ``deploy/gunicorn.conf.py``
-(2 workers x 4 threads) on loopback, and the buffering proxy (nginx) in front; a fresh SQLite
-database. ``concurrency`` client threads (16) send requests back to back through the proxy,
+The setup is ``make serve``'s (:class:`~ocr_embedded.stack.Stack`): an embedded Triton (kept
+running by :class:`~ocr_embedded.supervisor.TritonSupervisor`), gunicorn with
+``deploy/gunicorn.conf.py`` (2 workers x 4 threads) on loopback, and the buffering proxy (nginx)
+in front; a fresh SQLite database. ``concurrency`` client threads (16) send requests back to back through the proxy,
 each on its own keep-alive connection, for ``minutes`` after ``warmup_s`` of the same load.
 Half are valid uploads (test images at ``long_side=640``, text read), half invalid ones: with
 the API key, not an image (415), a truncated JPEG (400), a bad parameter (400), no image (400),
@@ -43,10 +43,7 @@ import psutil
 
 from bench.load import BenchImage, percentile
 from bench.memory import process_role
-from bench.servers import REPO_ROOT, Gunicorn, prepare_gateway_state
-from ocr_embedded.launcher import EmbeddedTriton, free_port
-from ocr_embedded.proxy import BufferingProxy, ProxySettings
-from ocr_embedded.supervisor import TritonSupervisor
+from ocr_embedded.stack import REPO_ROOT, Stack, engine_cache_dir
 
 IMAGES = REPO_ROOT / "tests" / "data" / "images"
 #: Scene photos with Latin text (PP-OCR only; Tesseract's scripts cost several times more).
@@ -272,51 +269,30 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="ocr-soak-"))
     print(f"Soak: state and logs in {work}", flush=True)
     os.environ.setdefault("DJANGO_SECRET_KEY", "soak-only")
-    # As make serve: compiled OpenVINO models are cached in var/ (no compile in the soak).
-    triton = EmbeddedTriton(repository=REPO_ROOT / "triton_models" / "repository",
-                            log_path=work / "triton.log", cache_bytes=0,
-                            env={"OCR_ENGINE_CACHE_DIR": os.environ.get(
-                                "OCR_ENGINE_CACHE_DIR",
-                                str(REPO_ROOT / "var" / "cache" / "openvino"))})
-    supervisor = TritonSupervisor(triton)
-    gunicorn = proxy = None
-    try:
-        supervisor.start(timeout_s=600)
-        env, key = prepare_gateway_state(work)
-        gunicorn = Gunicorn("gateway.wsgi", free_port(), 2, 4, dict(
-            env, TRITON_GRPC_URL=triton.grpc_url, TRITON_METRICS_URL=triton.metrics_url,
-            TRITON_TIMEOUT_S=str(DEADLINE_S), OCR_TRUSTED_PROXIES="127.0.0.1",
-            PROMETHEUS_MULTIPROC_DIR=str(work / "prometheus"),
-            METRICS_PORT=str(free_port()), GUNICORN_ACCESS_LOG=str(work / "access.log")),
-            work / "gunicorn.log")
-        gunicorn.start("/api/health")
-        proxy = BufferingProxy("127.0.0.1", 0, f"127.0.0.1:{gunicorn.port}", work / "proxy.log",
-                               settings=ProxySettings.from_environ(
-                                   {**os.environ, "TRITON_TIMEOUT_S": str(DEADLINE_S)}))
-        proxy.start()
-        kinds = request_kinds(key)
+    # As make serve: compiled OpenVINO models are cached in var/ (no compile in the soak); the
+    # response cache is off, the inference deadline the soak's (the proxy reads it too).
+    with Stack(work, supervised=True, cache_bytes=0, engine_cache=engine_cache_dir(),
+               state=work, workers=2, threads=4,
+               gateway_env={"TRITON_TIMEOUT_S": str(DEADLINE_S),
+                            "GUNICORN_ACCESS_LOG": str(work / "access.log")}) as stack:
+        triton, supervisor = stack.embedded_triton, stack.supervisor
+        kinds = request_kinds(stack.key)
         print(f"Warm-up: {args.warmup_s:.0f} s at concurrency {args.concurrency}", flush=True)
-        warmup = drive(proxy.listen_port, kinds, args.concurrency, args.warmup_s)
-        roots = {"gunicorn": gunicorn.pid, "triton": triton.process.pid}
+        warmup = drive(stack.port, kinds, args.concurrency, args.warmup_s)
+        roots = {"gunicorn": stack.gunicorn.pid, "triton": triton.process.pid}
         before = memory(roots)
         print(f"Soak: {args.minutes:g} min", flush=True)
-        outcomes = drive(proxy.listen_port, kinds, args.concurrency, args.minutes * 60,
+        outcomes = drive(stack.port, kinds, args.concurrency, args.minutes * 60,
                          offset=len(warmup))
         roots["triton"] = triton.process.pid
         after = memory(roots)
         everything = warmup + outcomes
         without_key = sum(1 for o in everything if not o.authenticated)
         table = report(outcomes, (len(everything) - without_key, without_key),
-                       settled_records(work / "db.sqlite3"), before, after,
+                       settled_records(stack.database), before, after,
                        args.minutes, args.concurrency)
         if supervisor.restarts:
             table += f"\nTriton was restarted {supervisor.restarts} time(s) during the soak."
-    finally:
-        if proxy is not None:
-            proxy.stop()
-        if gunicorn is not None:
-            gunicorn.stop()
-        supervisor.stop()
     print(table)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(table + "\n")

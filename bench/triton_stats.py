@@ -5,11 +5,14 @@ model instance), ``compute_input`` (copying inputs in - for a Python-backend mod
 stub's shared memory), ``compute_infer`` (the model's own execution), ``compute_output``
 (copying outputs out), and ``cache_hit`` / ``cache_miss`` of the response cache. An
 ensemble's own entry covers its whole request; its composing models have their own entries.
+Beside them, what runs in each model: :func:`engine_descriptions`, from Triton's metrics.
 """
 
 from __future__ import annotations
 
+import re
 import time
+import urllib.request
 
 STAGES = ("queue", "compute_input", "compute_infer", "compute_output")
 
@@ -82,3 +85,22 @@ def per_request(before: dict, after: dict, requests: int) -> dict[str, dict]:
             / max(requests, 1)
         result[name] = entry
     return result
+
+
+def engine_descriptions(metrics_url: str) -> dict[str, str]:
+    """``{"craft v1": engine description}`` from Triton's ``ocr_engine_info`` gauge, with why
+    the precision was chosen in parentheses when ``auto`` chose it (may be {})."""
+    try:
+        with urllib.request.urlopen(metrics_url, timeout=5) as response:
+            text = response.read().decode()
+    except OSError:
+        return {}
+    found = {}
+    for line in text.splitlines():
+        if line.startswith("ocr_engine_info{"):
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', line))
+            if "model" in labels:
+                choice = labels.get("choice", "")
+                found[f"{labels['model']} v{labels.get('version', '1')}"] = \
+                    labels.get("engine", "") + (f" ({choice})" if choice else "")
+    return found

@@ -2,50 +2,46 @@
 
 gthread workers: each request spends most of its time waiting on Triton's gRPC answer, so a
 few processes with several threads each keep the CPU free for Triton on the same host.
-Every variable is listed, with its default, in ``deploy/.env.example``.
+Every variable is listed, with its default, in ``deploy/.env.example``; they are read with
+:mod:`ocr_contract.settings`, which defines those the gateway reads too.
 """
 
 import os
 
+from ocr_contract.settings import HTTP_HOST, HTTP_PORT, TRITON_TIMEOUT_S, read_int
 
-def _env_int(name: str, default: int) -> int:
-    """``int(os.environ[name])``, or ``default`` when it is unset or empty."""
-    value = os.environ.get(name, "").strip()
-    return int(value) if value else default
+_inference_timeout_s = TRITON_TIMEOUT_S.read()
 
-
-_inference_timeout_s = float(os.environ.get("TRITON_TIMEOUT_S", "") or 30)
-
-bind = f"{os.environ.get('HTTP_HOST', '0.0.0.0')}:{os.environ.get('HTTP_PORT', '8000')}"
+bind = f"{HTTP_HOST.read()}:{HTTP_PORT.read()}"
 worker_class = "gthread"
-workers = _env_int("GUNICORN_WORKERS", 2)
-threads = _env_int("GUNICORN_THREADS", 4)
+workers = read_int("GUNICORN_WORKERS", 2)
+threads = read_int("GUNICORN_THREADS", 4)
 
 # A worker must outlive the slowest inference (TRITON_TIMEOUT_S), or gunicorn would kill it
 # mid-request and the client would get a bare 502 instead of a 504 inference_timeout. A
 # smaller GUNICORN_TIMEOUT is raised to that floor rather than trusted.
 _timeout_floor = int(_inference_timeout_s) + 10
-timeout = max(_env_int("GUNICORN_TIMEOUT", int(_inference_timeout_s) + 30), _timeout_floor)
+timeout = max(read_int("GUNICORN_TIMEOUT", int(_inference_timeout_s) + 30), _timeout_floor)
 # On SIGTERM (docker stop, a Kubernetes rollout) workers stop accepting and finish the requests
 # they hold; by default for as long as one inference may take. The orchestrator's grace period
 # (compose stop_grace_period, terminationGracePeriodSeconds) must be longer than this.
-graceful_timeout = _env_int("GUNICORN_GRACEFUL_TIMEOUT", _timeout_floor)
+graceful_timeout = read_int("GUNICORN_GRACEFUL_TIMEOUT", _timeout_floor)
 # Idle keep-alive connections cost no thread (gthread polls them). Longer than the proxy in
 # front keeps an idle connection to reuse (make serve and compose: 30 s,
-# ocr_embedded.proxy.UPSTREAM_KEEPALIVE_S; ingress-nginx: upstream-keepalive-timeout, 60 s by
+# ocr_proxy.config.UPSTREAM_KEEPALIVE_S; ingress-nginx: upstream-keepalive-timeout, 60 s by
 # default): gunicorn closing one just as the proxy sends a request on it would cost that
 # request a 502, since a proxy never sends a POST again.
-keepalive = _env_int("GUNICORN_KEEPALIVE", 75)
+keepalive = read_int("GUNICORN_KEEPALIVE", 75)
 # Recycle workers now and then so a slow leak cannot grow forever; the jitter keeps them from
 # all restarting at once. 0 disables it.
-max_requests = _env_int("GUNICORN_MAX_REQUESTS", 0)
-max_requests_jitter = _env_int("GUNICORN_MAX_REQUESTS_JITTER", max_requests // 10)
+max_requests = read_int("GUNICORN_MAX_REQUESTS", 0)
+max_requests_jitter = read_int("GUNICORN_MAX_REQUESTS_JITTER", max_requests // 10)
 # The workers' heartbeat files: on Docker's overlay filesystem a write can block for seconds
 # and get a healthy worker killed; containers set this to /dev/shm (a tmpfs).
 worker_tmp_dir = os.environ.get("GUNICORN_WORKER_TMP_DIR") or None
 
 # Header limits above the proxy's (8 KiB per request line and header line, 32 KiB of headers:
-# ocr_embedded.proxy.HEADER_BUFFER_BYTES), so the proxy refuses first, in the API's JSON shape;
+# ocr_proxy.config.HEADER_BUFFER_BYTES), so the proxy refuses first, in the API's JSON shape;
 # gunicorn's own refusals are HTML. The request line at gunicorn's maximum, 8190 bytes (the
 # proxy's 8 KiB buffer less the CRLF), as many headers as gunicorn allows (32 KiB of headers
 # holds thousands of short ones), and header lines twice the proxy's. The body cap
@@ -74,7 +70,7 @@ def on_starting(server):
 #: API's port, so no proxy or published port in front of the API can expose them. Loopback by
 #: default (make serve); the image sets METRICS_HOST=0.0.0.0 for Prometheus to scrape the pod.
 metrics_host = os.environ.get("METRICS_HOST", "127.0.0.1")
-metrics_port = _env_int("METRICS_PORT", 8004)
+metrics_port = read_int("METRICS_PORT", 8004)
 
 
 def when_ready(server):
@@ -98,6 +94,18 @@ def when_ready(server):
                          metrics_port, exc)
         return
     server.log.info("Gateway metrics at http://%s:%s/metrics", metrics_host, metrics_port)
+
+
+def post_worker_init(worker):
+    """Start the worker's document parser processes (:mod:`ocr_api.intake.isolation`) now,
+    so its first upload does not wait the ~1 s their fork server takes to start. A failure is
+    logged: the first upload then starts them itself."""
+    try:
+        from ocr_api.intake.documents import start_parsers
+
+        start_parsers()
+    except Exception as exc:  # noqa: BLE001 - never keep a worker from serving
+        worker.log.warning("document parsers not started ahead: %s", exc)
 
 
 def child_exit(server, worker):

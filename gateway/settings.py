@@ -11,6 +11,7 @@ from pathlib import Path
 
 import environ
 from ocr_contract import limits
+from ocr_contract import settings as shared_settings
 from ocr_contract.tensors import ENSEMBLE
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -89,6 +90,7 @@ INSTALLED_APPS = [
     "ocr_api",
     "ocr_admin",
     "ocr_ops",
+    "ocr_jobs",
 ]
 
 MIDDLEWARE = [
@@ -188,7 +190,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["ocr_api.authentication.HasApiKey"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "ocr_api.errors.exception_handler",
+    "EXCEPTION_HANDLER": "ocr_api.error_handlers.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
 
@@ -216,8 +218,9 @@ TRITON_GRPC_URL = env.str("TRITON_GRPC_URL", default="localhost:8001")
 TRITON_MODEL = env.str("TRITON_MODEL", default=ENSEMBLE)
 #: Triton's Prometheus endpoint; /api/models reports the cpu flavour's engines from it.
 TRITON_METRICS_URL = env.str("TRITON_METRICS_URL", default="http://localhost:8003/metrics")
-#: Deadline of one inference in seconds; past it the request answers 504.
-TRITON_TIMEOUT_S = env.float("TRITON_TIMEOUT_S", default=30.0)
+#: Deadline of one inference in seconds; past it the request answers 504 (gunicorn's worker
+#: timeout and the proxy's read timeout follow it: one setting, in ocr_contract.settings).
+TRITON_TIMEOUT_S = shared_settings.TRITON_TIMEOUT_S.read()
 #: Send image bytes through system shared memory (gateway and Triton on the same host only).
 TRITON_SHARED_MEMORY = env.bool("TRITON_SHARED_MEMORY", default=False)
 #: Size of each shared-memory region; larger images go in the gRPC message.
@@ -238,6 +241,10 @@ OCR_BATCH_MAX_IMAGES = limits.BATCH_MAX_IMAGES.read()
 OCR_BATCH_MAX_UPLOAD_BYTES = limits.BATCH_MAX_UPLOAD_BYTES.read()
 OCR_MAX_PIXELS = limits.MAX_PIXELS.read()
 OCR_MAX_PAGES = limits.MAX_PAGES.read()
+TRITON_CONCURRENT_PAGES = limits.CONCURRENT_PAGES.read()
+OCR_PARSER_PROCESSES = limits.PARSER_PROCESSES.read()
+OCR_PARSER_TIMEOUT_MS = limits.PARSER_TIMEOUT_MS.read()
+OCR_PARSER_MEMORY_BYTES = limits.PARSER_MEMORY_BYTES.read()
 OCR_MIN_IMAGE_SIDE = limits.MIN_IMAGE_SIDE.read()
 OCR_LONG_SIDE_MIN = limits.LONG_SIDE_MIN.read()
 OCR_LONG_SIDE_MAX = limits.LONG_SIDE_MAX.read()
@@ -248,11 +255,34 @@ OCR_TRUSTED_PROXIES = env.list("OCR_TRUSTED_PROXIES", default=[])
 #: send per minute; more answer 429 rate_limited, counted in the database (ocr_api.throttling).
 OCR_UNAUTHENTICATED_RATE_PER_MINUTE = env.int("OCR_UNAUTHENTICATED_RATE_PER_MINUTE", default=60)
 
+# --- Jobs (ocr_jobs): long documents read page by page by worker processes ---------------
+#: The broker the pages go through (Redis with AOF, docs/jobs-broker.md).
+OCR_BROKER_URL = env.str("OCR_BROKER_URL", default="redis://127.0.0.1:6379/0")
+OCR_JOB_MAX_PAGES = limits.JOB_MAX_PAGES.read()
+OCR_JOB_MAX_BYTES = limits.JOB_MAX_BYTES.read()
+#: Seconds a finished job (its upload, pages and result) is kept; manage.py purge_jobs deletes
+#: what is older.
+OCR_JOB_RESULT_TTL = env.int("OCR_JOB_RESULT_TTL", default=24 * 3600)
+#: Pages of one key in the broker at a time (fair order between keys, docs/jobs-broker.md).
+OCR_JOB_WINDOW = env.int("OCR_JOB_WINDOW", default=4)
+#: Threads of one job worker process (also its prefetch).
+OCR_JOB_WORKER_THREADS = env.int("OCR_JOB_WORKER_THREADS", default=2)
+#: Deliveries of one page (a crash, a retried Triton failure) before the page, and its job, fail.
+OCR_JOB_PAGE_MAX_DELIVERIES = env.int("OCR_JOB_PAGE_MAX_DELIVERIES", default=4)
+#: Seconds without a worker heartbeat before Redis gives a dead worker's pages to another.
+OCR_JOB_HEARTBEAT_S = env.int("OCR_JOB_HEARTBEAT_S", default=15)
+#: Where webhooks may go (ocr_jobs.webhooks.policy): production refuses private addresses and
+#: plain http.
+OCR_WEBHOOK_ALLOW_PRIVATE = env.bool("OCR_WEBHOOK_ALLOW_PRIVATE", default=False)
+OCR_WEBHOOK_HTTP_HOSTS = env.list("OCR_WEBHOOK_HTTP_HOSTS", default=[])
+OCR_WEBHOOK_CA_FILE = env.str("OCR_WEBHOOK_CA_FILE", default="")
+
 # Uploads up to the cap stay in memory; Django refuses bigger bodies itself.
 DATA_UPLOAD_MAX_MEMORY_SIZE = OCR_MAX_UPLOAD_BYTES + limits.MULTIPART_SLACK_BYTES
-#: The largest body any endpoint takes (an upload limit plus multipart framing).
-OCR_LARGEST_BODY_BYTES = (max(OCR_MAX_UPLOAD_BYTES, OCR_BATCH_MAX_UPLOAD_BYTES)
-                          + limits.MULTIPART_SLACK_BYTES)
+#: The largest body any endpoint takes (an upload limit plus multipart framing; a job's
+#: document is the largest by default).
+OCR_LARGEST_BODY_BYTES = (max(OCR_MAX_UPLOAD_BYTES, OCR_BATCH_MAX_UPLOAD_BYTES,
+                              OCR_JOB_MAX_BYTES) + limits.MULTIPART_SLACK_BYTES)
 #: The most gateway.unread_body reads and drops of a body the gateway refused unread: twice the
 #: largest it takes, because a proxy in front may pass larger bodies on so that the gateway
 #: answers their 413 itself (the Kubernetes Ingress lets 48 MiB through); make serve's and

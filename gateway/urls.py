@@ -9,7 +9,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from ocr_admin.errors import admin_page_or
-from ocr_api.errors import bad_request_view, json_error_view, not_found_view
+from ocr_api.error_handlers import bad_request_view, json_error_view, not_found_view
 from ocr_api.views.demo import demo_page
 
 urlpatterns = [

@@ -1,36 +1,22 @@
-"""The one error contract of the API.
-
-Every error answer, whatever raised it (DRF, Django, Triton, a bug), is JSON of one shape::
+"""The API's error vocabulary: the errors the gateway raises, each with its stable code, and
+the one JSON shape every error answer has::
 
     {"request_id": "3f2c...", "error": {"code": "image_undecodable", "message": "..."}}
 
 ``code`` is stable and machine-readable (:data:`ocr_contract.errors.ERROR_CODES`, listed in
 the README and the OpenAPI schema);
 ``message`` is for humans; ``field`` is added when one request parameter is at fault. No stack
-trace, path or internal address ever reaches a client.
+trace, path or internal address ever reaches a client. Turning whatever was raised (DRF,
+Django, Triton, a bug) into that answer is :mod:`ocr_api.error_handlers`' job.
 """
 
 from __future__ import annotations
 
-import logging
-
-from django.core.exceptions import DisallowedHost
-from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
-from django.http import Http404, JsonResponse
-from django.http.request import split_domain_port
-from django.urls import Resolver404, resolve
-from rest_framework import exceptions, status
-from rest_framework.response import Response
-from rest_framework.views import exception_handler as drf_exception_handler
+from rest_framework import exceptions
 
 from ocr_contract.errors import ERROR_CODES
 from ocr_inference.errors import InferenceError, InferenceRefused
 from ocr_inference.errors import InferenceTimeout as InferenceTimeoutError
-
-from .authentication import missing_key_message
-
-logger = logging.getLogger(__name__)
 
 
 class ApiError(exceptions.APIException):
@@ -161,150 +147,17 @@ def from_inference(error: InferenceError, retry_after: int) -> ApiError:
     return klass(retry_after=retry_after if klass is InferenceUnavailable else None)
 
 
-#: Stable codes for DRF's own exceptions (their default codes, made explicit and stable).
-_DRF_CODES = {
-    exceptions.NotAuthenticated: "not_authenticated",
-    exceptions.AuthenticationFailed: "authentication_failed",
-    exceptions.PermissionDenied: "permission_denied",
-    exceptions.NotFound: "not_found",
-    exceptions.MethodNotAllowed: "method_not_allowed",
-    exceptions.NotAcceptable: "not_acceptable",
-    exceptions.UnsupportedMediaType: "unsupported_media_type",
-    exceptions.ParseError: "malformed_request",
-    exceptions.ValidationError: "invalid_parameter",
-    exceptions.Throttled: "rate_limited",
-}
-
-def error_body(request, code: str, message: str, field: str | None = None) -> dict:
-    """The JSON body of an error answer."""
+def error_detail(code: str, message: str, field: str | None = None) -> dict:
+    """The ``error`` object of an error answer: ``{"code", "message", "field"?}`` (``field``
+    only when one request parameter is at fault)."""
     error = {"code": code, "message": message}
     if field:
         error["field"] = field
-    return {"request_id": getattr(request, "request_id", None), "error": error}
+    return error
 
 
-def _code_of(exc: exceptions.APIException) -> str:
-    if isinstance(exc, ApiError):
-        return exc.default_code
-    for klass in type(exc).__mro__:
-        if klass in _DRF_CODES:
-            return _DRF_CODES[klass]
-    return exc.default_code if isinstance(exc.default_code, str) else "error"
-
-
-def _message_and_field(exc: exceptions.APIException) -> tuple[str, str | None]:
-    """Flatten DRF's nested ``detail`` into one message and the first field at fault."""
-    detail = exc.detail
-    if isinstance(detail, dict):
-        field, messages = next(iter(detail.items()))
-        first = messages[0] if isinstance(messages, list) and messages else messages
-        field = None if field == "non_field_errors" else field
-        return (f"{field}: {first}" if field else str(first)), field
-    if isinstance(detail, list):
-        return (str(detail[0]) if detail else exc.default_detail), None
-    return str(detail), getattr(exc, "field", None)
-
-
-def exception_handler(exc, context):
-    """DRF ``EXCEPTION_HANDLER``: every exception becomes the one JSON error shape.
-
-    Django's ``Http404``/``PermissionDenied`` and ``RequestDataTooBig`` are mapped to their
-    API errors; anything unexpected is logged with its traceback and answered as a 500
-    ``internal_error`` whose body says nothing about the cause.
-    """
-    if isinstance(exc, RequestDataTooBig):
-        exc = PayloadTooLarge()
-    elif isinstance(exc, SuspiciousOperation):
-        # Django's parser limits (too many files or fields in a multipart body, ...).
-        exc = exceptions.ParseError(f"The request body was refused: {exc}")
-    elif isinstance(exc, Http404):
-        exc = exceptions.NotFound()
-    elif isinstance(exc, DjangoPermissionDenied):
-        exc = exceptions.PermissionDenied()
-
-    request = context.get("request")
-    response = drf_exception_handler(exc, context)
-    if response is None:
-        logger.exception("unhandled error", exc_info=exc)
-        return Response(error_body(request, "internal_error", "Internal server error."),
-                        status=status.HTTP_500_INTERNAL_SERVER_ERROR)
-
-    message, field = _message_and_field(exc)
-    code = _code_of(exc)
-    if code == "not_authenticated":
-        message = missing_key_message(request)
-    elif isinstance(exc, exceptions.UnsupportedMediaType) and not isinstance(exc, ApiError):
-        message = unsupported_content_type_message(request, context.get("view"))
-    response.data = error_body(request, code, message, field)
-    retry_after = getattr(exc, "retry_after", None)
-    if retry_after is not None:
-        response["Retry-After"] = str(int(retry_after))
-    return response
-
-
-def unsupported_content_type_message(request, view) -> str:
-    """What to send instead of a body whose content type no parser of ``view`` reads (DRF's
-    415): the view's ``upload_help``, and the curl options for curl's default form encoding."""
-    sent = request.content_type or "none"
-    help_text = getattr(view, "upload_help", "")
-    if not help_text:
-        return f"Content type {sent!r} is not accepted here."
-    message = f"Content type {sent!r} is not accepted: {help_text}"
-    if sent == "application/x-www-form-urlencoded":
-        message += (" With curl: -F image=@photo.jpg, or --data-binary @photo.jpg -H "
-                    "'Content-Type: image/jpeg' (--data-binary alone sends a form encoding).")
-    return message
-
-
-def disallowed_host_message(request) -> str:
-    """Which host name a request used that ``DJANGO_ALLOWED_HOSTS`` does not list, and what
-    the server's operator sets to allow it (Django's 400 for an unknown ``Host``)."""
-    raw = request.META.get("HTTP_HOST", "")[:200]
-    domain, _ = split_domain_port(raw)
-    if not domain:
-        return f"The Host header {raw!r} is not a valid host name."
-    return (f"This server does not answer to the host name {domain!r}: its operator must add "
-            f"{domain!r} to the DJANGO_ALLOWED_HOSTS setting (comma-separated), or call it by "
-            "a name listed there.")
-
-
-def bad_request_view(request, exception=None):
-    """Django's ``handler400``: the API's JSON error; for an unknown ``Host`` (a phone on the
-    LAN calling ``make serve``) it says which host and which setting allows it."""
-    message = (disallowed_host_message(request) if isinstance(exception, DisallowedHost)
-               else "Bad request.")
-    return JsonResponse(error_body(request, "malformed_request", message), status=400,
-                        json_dumps_params={"separators": (",", ":")})
-
-
-def not_found_message(request) -> str:
-    """What a 404 says: the right path when the one asked for differs only by a trailing
-    slash (``/api/ocr/`` for ``/api/ocr``), otherwise where the API's paths are listed."""
-    path = request.path_info
-    shown = path if len(path) <= 200 else path[:200] + "..."
-    other = path.rstrip("/") if path.endswith("/") else path + "/"
-    if other and other != path:
-        try:
-            resolve(other)
-        except Resolver404:
-            pass
-        else:
-            return f"There is no page at {shown}: did you mean {other}?"
-    return f"There is no page at {shown}: the API's paths are listed at /api/docs."
-
-
-def not_found_view(request, exception=None):
-    """Django's ``handler404`` outside the admin: 404 ``not_found``, JSON, saying which path
-    was meant (:func:`not_found_message`)."""
-    return JsonResponse(error_body(request, "not_found", not_found_message(request)),
-                        status=404, json_dumps_params={"separators": (",", ":")})
-
-
-def json_error_view(status_code: int, code: str, message: str):
-    """A Django error view (``handler404`` etc.) answering the API's JSON error shape."""
-
-    def view(request, exception=None):
-        return JsonResponse(error_body(request, code, message), status=status_code,
-                            json_dumps_params={"separators": (",", ":")})  # like DRF's
-
-    return view
+def error_body(request, code: str, message: str, field: str | None = None) -> dict:
+    """The JSON body of an error answer: ``{"request_id", "error": error_detail(...)}``, the
+    request id None for a request that has none (before the middleware)."""
+    return {"request_id": getattr(request, "request_id", None),
+            "error": error_detail(code, message, field)}

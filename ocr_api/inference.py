@@ -1,4 +1,5 @@
-"""The gateway's Triton client, made from the settings, and its failures as API errors.
+"""The gateway's Triton client, made from the settings; OCR of images and of opened documents'
+pages through it; its failures as API errors.
 
 One :class:`~ocr_inference.client.TritonClient` per process, created lazily (after gunicorn
 forks) and shared by the worker's threads; it is made again when the settings it was made
@@ -11,10 +12,12 @@ import atexit
 import threading
 
 from django.conf import settings
+from ocr_contract import limits
 from ocr_inference.client import OcrResult, TritonClient
 from ocr_inference.errors import InferenceError
 
 from . import errors, metrics
+from .intake.documents import Document, page_input
 
 _lock = threading.Lock()
 _client: TritonClient | None = None
@@ -52,31 +55,96 @@ def infer(image: bytes, parameters: dict) -> OcrResult:
         raise api_error(error) from error
 
 
-def infer_many(items: list[tuple[bytes, dict]]) -> list[OcrResult | errors.ApiError]:
-    """OCR of several images at once; per item its result or the API error it failed with."""
+def concurrent_pages() -> int:
+    """Pages (or images) of one request sent to Triton at once: ``TRITON_CONCURRENT_PAGES``
+    (:data:`ocr_contract.limits.CONCURRENT_PAGES`), the Django setting when there is one."""
+    value = getattr(settings, limits.CONCURRENT_PAGES.setting, None)
+    return max(1, limits.CONCURRENT_PAGES.read() if value is None else int(value))
+
+
+def infer_many(items: list[tuple[bytes, dict]],
+               groups: list | None = None) -> list[OcrResult | errors.ApiError | None]:
+    """OCR of several images, sent in order, :func:`concurrent_pages` at a time, each with its
+    own deadline from when it is sent
+    (:meth:`~ocr_inference.client.TritonClient.infer_many`).
+
+    Returns:
+        per item its result, the API error it failed with, or None when it was not sent
+        because an earlier item of its group (``groups``: the pages of one document) failed.
+    """
     return [api_error(outcome) if isinstance(outcome, InferenceError) else outcome
-            for outcome in get_client().infer_many(items)]
+            for outcome in get_client().infer_many(items, concurrent_pages(), groups)]
 
 
-def infer_pages(document, parameters: dict) -> list[OcrResult]:
-    """OCR of every page of an opened document (:class:`ocr_api.documents.Document`), the
-    pages sent to Triton at once.
+def page_inputs(document: Document, parameters: dict) -> list[tuple[bytes, dict]]:
+    """What Triton gets for every page of ``document``, in order: the page's bytes and the
+    request's ``parameters`` with the inputs that pick the page
+    (:func:`ocr_api.intake.documents.page_input`)."""
+    return [(data, {**parameters, **extra})
+            for data, extra in (page_input(document, index)
+                                for index in range(document.page_count))]
+
+
+def document_results(outcomes: list[OcrResult | errors.ApiError | None]) -> list[OcrResult]:
+    """A document's page results, all of them, from its pages' outcomes (in page order).
 
     Raises:
-        errors.ApiError: the first page that failed, its message prefixed with the page.
+        errors.ApiError: the first page that failed, of the same class, field and
+            ``Retry-After``; its message prefixed with the page when there are several. (Pages
+            not sent, None, all come after it: pages are sent in order and none after one
+            failed.)
     """
-    from .documents import page_input
-
-    inputs = [page_input(document, index) for index in range(document.page_count)]
-    if len(inputs) == 1:
-        data, extra = inputs[0]
-        return [infer(data, {**parameters, **extra})]
-    outcomes = infer_many([(data, {**parameters, **extra}) for data, extra in inputs])
     for number, outcome in enumerate(outcomes, start=1):
         if isinstance(outcome, errors.ApiError):
+            if len(outcomes) == 1:
+                raise outcome
             raise type(outcome)(f"Page {number} of {len(outcomes)}: {outcome.detail}",
                                 field=outcome.field, retry_after=outcome.retry_after)
+        if outcome is None:     # not possible without an earlier failure: a bug
+            raise RuntimeError(f"page {number} of {len(outcomes)} was never sent")
     return outcomes
+
+
+def infer_pages(document: Document, parameters: dict) -> list[OcrResult]:
+    """OCR of every page of an opened document: the pages sent to Triton in order, at most
+    :func:`concurrent_pages` at a time, each page's ``TRITON_TIMEOUT_S`` deadline from when it
+    is sent (never spent waiting behind the document's other pages), none sent after one
+    failed.
+
+    Returns:
+        one result per page, in page order.
+
+    Raises:
+        errors.ApiError: see :func:`document_results`.
+    """
+    inputs = page_inputs(document, parameters)
+    if len(inputs) == 1:
+        return [infer(*inputs[0])]
+    return document_results(infer_many(inputs, groups=[0] * len(inputs)))
+
+
+def infer_documents(documents: list[Document],
+                    parameters: dict) -> list[list[OcrResult] | errors.ApiError]:
+    """OCR of every page of several opened documents, as :func:`infer_pages` reads one: all
+    their pages in order, at most :func:`concurrent_pages` at a time, each with its deadline
+    from when it is sent; after a page fails, its document's later pages are not sent.
+
+    Returns:
+        per document, in order: its page results (as :func:`infer_pages` returns them), or
+        the API error it failed with (as :func:`infer_pages` raises it); one failed document
+        does not fail the others.
+    """
+    inputs = [page_inputs(document, parameters) for document in documents]
+    outcomes = iter(infer_many([item for pages in inputs for item in pages],
+                               groups=[number for number, pages in enumerate(inputs)
+                                       for _ in pages]))
+    answers: list[list[OcrResult] | errors.ApiError] = []
+    for pages in inputs:
+        try:
+            answers.append(document_results([next(outcomes) for _ in pages]))
+        except errors.ApiError as error:
+            answers.append(error)
+    return answers
 
 
 @atexit.register

@@ -128,10 +128,33 @@ class OcrParametersSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
-def error_responses(*statuses: int) -> dict:
-    """OpenAPI responses for these HTTP statuses, each listing the error codes it carries."""
+#: The request body of a route that takes one upload (``POST /api/ocr``, ``POST /api/jobs``):
+#: multipart field ``image``, or the raw body.
+SINGLE_UPLOAD_REQUEST = {
+    "multipart/form-data": {"type": "object", "properties": {
+        "image": {"type": "string", "format": "binary"}}, "required": ["image"]},
+    "image/*": OpenApiTypes.BINARY,
+    "application/pdf": OpenApiTypes.BINARY,
+    # The same raw body for clients generated from the schema (openapi-python-client skips
+    # "image/*" as an unsupported content type).
+    "application/octet-stream": OpenApiTypes.BINARY,
+}
+
+
+def error_responses(*statuses: int, notes: dict[int, str] | None = None) -> dict:
+    """OpenAPI responses for these HTTP statuses, each listing the error codes it carries,
+    then its ``notes`` (per status) if any."""
+    notes = notes or {}
     return {code: OpenApiResponse(ErrorSerializer, description=", ".join(
-        name for name, st in ERROR_CODES.items() if st == code)) for code in statuses}
+        name for name, st in ERROR_CODES.items() if st == code)
+        + (f". {notes[code]}" if code in notes else "")) for code in statuses}
+
+
+#: What a 413 of the synchronous endpoints says about a document over OCR_MAX_PAGES.
+TOO_MANY_PAGES_NOTE = (
+    "A document over OCR_MAX_PAGES pages is refused at once with `too_many_pages`, before any "
+    "page is read: its message names `POST /api/jobs` (up to OCR_JOB_MAX_PAGES pages, read in "
+    "the background) and the `Link` header points there.")
 
 
 class ModelSerializer(serializers.Serializer):

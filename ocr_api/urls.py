@@ -1,6 +1,6 @@
 """API routes (mounted under /api/)."""
 
-from django.urls import path
+from django.urls import include, path
 
 from .views import batch, health, models, ocr
 
@@ -10,4 +10,5 @@ urlpatterns = [
     path("models", models.ModelsView.as_view(), name="models"),
     path("health", health.HealthView.as_view(), name="health"),
     path("ready", health.ReadyView.as_view(), name="ready"),
+    path("", include("ocr_jobs.urls")),
 ]

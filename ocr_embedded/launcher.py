@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import tritonclient.grpc as grpcclient
+from ocr_contract.settings import TRITON_CACHE_BYTES
 from ocr_pipeline import tritonserver
 from tritonclient.utils import InferenceServerException
 
@@ -92,7 +93,7 @@ class EmbeddedTriton:
     http_port: int = 0
     grpc_port: int = 0
     metrics_port: int = 0
-    cache_bytes: int = tritonserver.CACHE_BYTES
+    cache_bytes: int = TRITON_CACHE_BYTES.default
     address: str = "127.0.0.1"
     extra_args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)

@@ -13,6 +13,7 @@ Standard library only, so the system ``python3`` runs it before the virtualenv e
 - the Tesseract language data the Tesseract recognizer loads
   (:data:`ocr_contract.languages.TESSERACT_TRAINEDDATA`);
 - nginx, the buffering proxy in front of gunicorn (:mod:`ocr_embedded.proxy`);
+- redis-server, the jobs' broker (:mod:`ocr_embedded.broker`, docs/jobs-broker.md);
 - for the tests, Debian's Chromium (the browser tests drive it; Playwright never downloads one)
   and ``ss`` from iproute2 (the benchmark's smoke test reads TCP counters with it).
 """
@@ -91,6 +92,10 @@ def missing(purpose: str, environ=os.environ) -> tuple[list[str], list[str]]:
     if shutil.which("nginx") is None and shutil.which("nginx", path="/usr/sbin:/sbin") is None:
         problems.append("nginx is missing (the buffering proxy in front of gunicorn)")
         fixes.append("nginx")
+    if shutil.which("redis-server") is None and shutil.which(
+            "redis-server", path="/usr/bin:/usr/sbin") is None:
+        problems.append("redis-server is missing (the jobs' broker, docs/jobs-broker.md)")
+        fixes.append("redis-server")
     if purpose == "test":
         chromium = Path(environ.get("OCR_TEST_CHROMIUM", "/usr/bin/chromium"))
         if not chromium.exists():
@@ -111,6 +116,7 @@ def packages(purpose: str) -> list[str]:
     names = [_libpython_package()]
     names += [languages.debian_package(name) for name in languages.TESSERACT_TRAINEDDATA]
     names.append("nginx")
+    names.append("redis-server")
     return names + (["chromium", "iproute2", "poppler-utils"] if purpose == "test" else [])
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -151,86 +151,75 @@ class TritonClient:
 
     # -- several images --------------------------------------------------------------------
 
-    def infer_many(self, items: list[tuple[bytes, dict]]) -> list[OcrResult | errors.InferenceError]:
-        """Run the ensemble on several images concurrently (gRPC async inference).
+    def infer_many(self, items: list[tuple[bytes, dict]], concurrency: int = 1,
+                   groups: list | None = None) -> list[OcrResult | errors.InferenceError | None]:
+        """Run the ensemble on several images, in order, at most ``concurrency`` at a time.
+
+        Each call is :meth:`infer`'s: its deadline (:attr:`timeout_s`, retries included)
+        starts when it is sent, so an image never spends its deadline waiting behind the other
+        items, only behind what Triton is running for other requests. Sending more at once than
+        Triton runs at once gains nothing (they queue inside Triton) and would start their
+        deadlines early.
 
         Args:
             items: ``(image bytes, parameters)`` per image.
+            concurrency: most calls in flight at once (at least 1).
+            groups: per item, the group it belongs to (the pages of one document); after an
+                item fails, the later items of its group are not sent. None: every item is its
+                own group (one bad image does not stop the others).
 
         Returns:
-            per item, in order: its :class:`OcrResult`, or the
-            :class:`~ocr_inference.errors.InferenceError` it failed with (one bad image does
-            not fail the others). Calls another replica may answer are sent again, like
-            :meth:`infer`'s.
+            per item, in order: its :class:`OcrResult`, the
+            :class:`~ocr_inference.errors.InferenceError` it failed with, or None when it was
+            not sent because an earlier item of its group failed (items are sent in order, so
+            a group's first failure comes before its first item not sent).
         """
-        started = time.perf_counter()
-        outcomes = self._infer_async(items, self.timeout_s, use_shared_memory=True)
-        # Again for the calls another replica may answer (or that lost their shared-memory
-        # registration), while time is left.
-        for pause in RETRY_PAUSES_S:
-            again = [index for index, outcome in enumerate(outcomes)
-                     if isinstance(outcome, InferenceServerException)
-                     and (self._lost_registration(outcome) or _retryable(outcome))]
-            remaining = self.timeout_s - (time.perf_counter() - started) - pause
-            if not again or remaining <= MIN_RETRY_S:
-                break
-            time.sleep(pause)
-            retried = self._infer_async([items[index] for index in again], remaining,
-                                        use_shared_memory=False)
-            for index, outcome in zip(again, retried):
-                outcomes[index] = outcome
-        for index, outcome in enumerate(outcomes):
-            if outcome is None:  # never answered, even past the deadline
-                outcomes[index] = errors.InferenceTimeout(self.timeout_s)
-            elif isinstance(outcome, InferenceServerException):
-                outcomes[index] = self._error(outcome)
-        return outcomes
+        outcomes: list[OcrResult | errors.InferenceError | None] = [None] * len(items)
+        failed: set = set()
+        pending = iter(range(len(items)))
+        lock = threading.Lock()
 
-    def _infer_async(self, items: list[tuple[bytes, dict]], timeout_s: float,
-                     use_shared_memory: bool) -> list:
-        """Send every item at once and wait for all answers, at most ``timeout_s`` (+ margin).
+        def next_item() -> int | None:
+            with lock:
+                for index in pending:
+                    if groups is None or groups[index] not in failed:
+                        return index
+                return None
 
-        Returns:
-            per item: an :class:`OcrResult`, an :class:`~ocr_inference.errors.InferenceError`
-            (a malformed answer), the :class:`InferenceServerException` of a failed call, or
-            None when no answer came.
-        """
-        outcomes: list = [None] * len(items)
-        done = threading.Semaphore(0)
-
-        def submit(index: int, image: bytes, parameters: dict) -> None:
-            stack = ExitStack()
-            started = time.perf_counter()
-
-            def callback(result, error):
-                # Runs on a gRPC thread: whatever happens, record an outcome and signal.
-                try:
-                    stack.close()  # frees the shared-memory region, if one was leased
-                    outcomes[index] = error if error is not None else self._result(result,
-                                                                                   started)
-                except errors.InferenceError as exc:
-                    outcomes[index] = exc
-                finally:
-                    done.release()
-
+        def run(index: int) -> None:
             try:
-                inputs = stack.enter_context(self._inputs(image, parameters,
-                                                          use_shared_memory))
-                self._client.async_infer(self.model, inputs, callback,
-                                         outputs=requested_outputs(),
-                                         client_timeout=timeout_s)
-            except InferenceServerException as exc:
-                stack.close()
+                outcomes[index] = self.infer(*items[index])
+            except errors.InferenceError as exc:
                 outcomes[index] = exc
-                done.release()
+                if groups is not None:
+                    with lock:
+                        failed.add(groups[index])
 
-        for index, (image, parameters) in enumerate(items):
-            submit(index, image, parameters)
-        # Every call has the client deadline; the margin covers callbacks still running.
-        deadline = time.monotonic() + timeout_s + 10.0
-        for _ in items:
-            if not done.acquire(timeout=max(0.0, deadline - time.monotonic())):
-                break
+        crashed: list[BaseException] = []
+
+        def sender() -> None:
+            try:
+                while (index := next_item()) is not None:
+                    run(index)
+            except BaseException as exc:  # a bug: raised in the calling thread below
+                crashed.append(exc)
+                with lock:
+                    for _ in pending:      # send nothing more
+                        pass
+
+        senders = min(max(1, concurrency), len(items))
+        if senders <= 1:
+            sender()            # in the calling thread: no thread for the common case
+        else:
+            threads = [threading.Thread(target=sender, name=f"triton-sender-{n}", daemon=True)
+                       for n in range(senders - 1)]
+            for thread in threads:
+                thread.start()
+            sender()
+            for thread in threads:
+                thread.join()
+        if crashed:
+            raise crashed[0]
         return outcomes
 
     # -- shared pieces ---------------------------------------------------------------------

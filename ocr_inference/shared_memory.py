@@ -29,9 +29,6 @@ from .requests import bytes_array
 
 logger = logging.getLogger(__name__)
 
-#: Bytes of the BYTES-tensor element header in front of the image.
-LENGTH_PREFIX_BYTES = 4
-
 
 @dataclass
 class Region:

@@ -95,6 +95,9 @@ def banner(base_url: str, key: str, expires: dt.datetime, has_admin: bool) -> st
         "Try it:",
         f"  curl -s -H 'Authorization: Api-Key {key}' "
         f"-F image=@tests/data/images/korean.png {base_url}/api/ocr",
+        f"Jobs:       POST {base_url}/api/jobs for documents over the "
+        f"{settings.OCR_MAX_PAGES}-page limit of /api/ocr (read in the background; poll "
+        "GET /api/jobs/<id>)",
         f"API docs:   {base_url}/api/docs",
         f"Admin:      {admin}",
         "Other devices (a phone on this network): add this machine's address to "

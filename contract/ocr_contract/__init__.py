@@ -12,6 +12,8 @@ Modules:
     languages   -- recognition languages and which recognizer reads each.
     tensors     -- the ensemble's name and its input/output tensors.
     errors      -- every API error code with its HTTP status, and how models report one.
+    settings    -- the typed environment readers, and the settings several places read
+                   (Triton's deadline and cache, the engines' cache folder, the listen address).
 
 Files that cannot import Python (``config.pbtxt``, ``deploy/.env.example``, the README
 tables) are tested against this package.

@@ -39,7 +39,11 @@ ERROR_CODES: dict[str, int] = {
     "inference_failed": 502,
     "inference_unavailable": 503,
     "inference_timeout": 504,
-    # Answered by the buffering proxy in front of the gateway (ocr_embedded/proxy.py) itself.
+    # Jobs (ocr_jobs): a job's result asked before it succeeded; an Idempotency-Key sent again
+    # with another body.
+    "job_not_finished": 409,
+    "idempotency_key_reused": 422,
+    # Answered by the buffering proxy in front of the gateway (ocr_proxy/config.py) itself.
     "request_timeout": 408,
     "uri_too_long": 414,
     "headers_too_large": 431,

@@ -69,9 +69,6 @@ BY_CODE = {language.code: language for language in LANGUAGES}
 TESSERACT_TRAINEDDATA = ("eng",) + tuple(
     language.traineddata for language in LANGUAGES if language.recognizer == TESSERACT)
 
-#: "auto, en, fr, ..." for messages.
-SUPPORTED_TEXT = ", ".join((AUTO,) + tuple(BY_CODE))
-
 
 def parse(text: str) -> tuple[str, ...]:
     """The language codes of a ``language`` value: ``("auto",)`` or ISO 639-1 codes.

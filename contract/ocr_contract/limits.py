@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass
 from typing import Mapping
 
+from .settings import read_int
+
 
 @dataclass(frozen=True)
 class Limit:
@@ -35,13 +37,7 @@ class Limit:
         Raises:
             ValueError: the variable is set to something that is not an integer.
         """
-        value = (environ.get(self.setting) or "").strip()
-        if not value:
-            return self.default
-        try:
-            return int(value)
-        except ValueError:
-            raise ValueError(f"{self.setting} must be an integer, not {value!r}") from None
+        return read_int(self.setting, self.default, environ)
 
 
 MAX_UPLOAD_BYTES = Limit("OCR_MAX_UPLOAD_BYTES", 20 * 1024 * 1024, "bytes",
@@ -60,10 +56,35 @@ MIN_IMAGE_SIDE = Limit("OCR_MIN_IMAGE_SIDE", 8, "pixels",
 LONG_SIDE_MIN = Limit("OCR_LONG_SIDE_MIN", 64, "pixels", "smallest long_side a request may ask")
 LONG_SIDE_MAX = Limit("OCR_LONG_SIDE_MAX", 2560, "pixels", "largest long_side a request may ask")
 
-#: Pages of a PDF or multi-page TIFF read in one request (a longer one is sent in parts);
-#: counted from the document's structure before anything is rendered.
-MAX_PAGES = Limit("OCR_MAX_PAGES", 10, "pages",
-                  "most pages of a document POST /api/ocr reads (send longer ones in parts)")
+#: Pages of a PDF or multi-page TIFF read in one request, counted from the document's
+#: structure before anything is rendered; a longer one is refused at once (413
+#: too_many_pages, pointing to POST /api/jobs), never answered 504 after a minute of work.
+#: Sized so the proxy's deadline holds on the machine the defaults are for (the cpu flavour on
+#: 2 cores): the proxy waits 2 x TRITON_TIMEOUT_S + 30 = 90 s for an answer
+#: (ocr_proxy.config.proxy_read_timeout_s), of which a request may spend TRITON_TIMEOUT_S
+#: (30 s) waiting for a gunicorn thread, leaving 60 s for its pages. The densest test page
+#: (tests/data/documents/ocrmypdf_linn.pdf) reads in ~8.8 s alone there, and Triton reads one
+#: page at a time (the networks share one engine; TRITON_CONCURRENT_PAGES only overlaps one
+#: page's decoding with another's networks: 4 such pages in ~40 s with 2 in flight, ~52 s one
+#: by one); with 1.5x headroom for a loaded machine 60 s / (1.5 x 8.8 s) = 4.5 -> 4 pages
+#: (~35-52 s of work). Operators size it the same way: time their densest expected page
+#: alone (timing_ms.inference) on the deployment, t; then OCR_MAX_PAGES = (TRITON_TIMEOUT_S
+#: + 30) / (1.5 x t), rounded down (a GPU reading a page in ~0.5 s: 80; a slower CPU: fewer).
+MAX_PAGES = Limit("OCR_MAX_PAGES", 4, "pages",
+                  "most pages of a document POST /api/ocr reads (longer: POST /api/jobs); size "
+                  "it as (TRITON_TIMEOUT_S + 30) / (1.5 x seconds of the densest page alone)")
+#: Pages (or batch images) of one request sent to Triton at once: as many as Triton runs at
+#: once. Each page's TRITON_TIMEOUT_S deadline starts when it is sent, so it never runs while
+#: the page waits behind its own request's other pages. The cpu flavour runs one network at a
+#: time (craft, refinenet and the recognizer share the rate limiter's one "ocr_engine" unit)
+#: and one preprocess instance, but two recognize instances: a second page in flight
+#: decodes and renders while the first is in the networks. Measured (4 x linn, 2 cores): 2 in
+#: flight 39.7 s in all, each page ~19-21 s; 1: 51.6 s, each ~9-18 s; 4: 42.4 s, each
+#: 29-42 s (504s at the default deadline). A GPU deployment with dynamic batching sets it to
+#: craft's max_batch_size (4).
+CONCURRENT_PAGES = Limit("TRITON_CONCURRENT_PAGES", 2, "pages",
+                         "pages of one request sent to Triton at once (as many as it runs at "
+                         "once: cpu flavour 2, gpu 4)")
 #: Resolution PDF pages are rendered at (a 10 pt line is then ~28 pixels high before the
 #: detector's resize); lowered for a page that would exceed OCR_MAX_PIXELS.
 PDF_DPI = Limit("OCR_PDF_DPI", 200, "dots per inch", "resolution PDF pages are rendered at")
@@ -71,14 +92,33 @@ PDF_DPI = Limit("OCR_PDF_DPI", 200, "dots per inch", "resolution PDF pages are r
 PDF_RENDER_TIMEOUT_MS = Limit("OCR_PDF_RENDER_TIMEOUT_MS", 10_000, "milliseconds",
                               "most time one PDF page may take to render")
 
+#: Opening an upload (PDFium, qpdf and Pillow: native code, on bytes a client chose) runs in
+#: parser processes of each gateway worker process (ocr_api.intake.isolation), so a file that
+#: crashes or hangs that code costs its own request only: refused 400 document_undecodable
+#: (crashed) or document_too_complex (too slow, too much memory).
+PARSER_PROCESSES = Limit("OCR_PARSER_PROCESSES", 2, "processes",
+                         "parser processes per gateway worker process (uploads opened at once)")
+PARSER_TIMEOUT_MS = Limit("OCR_PARSER_TIMEOUT_MS", 5_000, "milliseconds",
+                          "most time opening one upload may take")
+PARSER_MEMORY_BYTES = Limit("OCR_PARSER_MEMORY_BYTES", 1024 * 1024 * 1024, "bytes",
+                            "address space of one parser process (RLIMIT_AS)")
+
+#: Jobs (POST /api/jobs): the longest document and the largest file one job reads (the
+#: buffering proxy lets bodies up to JOB_MAX_BYTES through on /api/jobs only).
+JOB_MAX_PAGES = Limit("OCR_JOB_MAX_PAGES", 1000, "pages",
+                      "most pages of a document POST /api/jobs reads")
+JOB_MAX_BYTES = Limit("OCR_JOB_MAX_BYTES", 100 * 1024 * 1024, "bytes",
+                      "largest file accepted by POST /api/jobs")
+
 #: Multipart framing (boundaries, part headers) a body may carry on top of its images' bytes.
 MULTIPART_SLACK_BYTES = 64 * 1024
-#: Set by the buffering proxy in front of the gateway (:mod:`ocr_embedded.proxy`) on the
+#: Set by the buffering proxy in front of the gateway (:mod:`ocr_proxy.config`) on the
 #: body-less request it sends on when it refused a body over the limit; the gateway answers
 #: it with its JSON 413 (and the audit row). The proxy removes it from every client request.
 BODY_OVER_LIMIT_HEADER = "X-OCR-Body-Over-Limit"
 
 #: Every limit, in documentation order.
 LIMITS = (MAX_UPLOAD_BYTES, BATCH_MAX_IMAGES, BATCH_MAX_UPLOAD_BYTES, MAX_PIXELS,
-          MIN_IMAGE_SIDE, LONG_SIDE_MIN, LONG_SIDE_MAX, MAX_PAGES, PDF_DPI,
-          PDF_RENDER_TIMEOUT_MS)
+          MIN_IMAGE_SIDE, LONG_SIDE_MIN, LONG_SIDE_MAX, MAX_PAGES, CONCURRENT_PAGES,
+          PDF_DPI, PDF_RENDER_TIMEOUT_MS, PARSER_PROCESSES, PARSER_TIMEOUT_MS, PARSER_MEMORY_BYTES,
+          JOB_MAX_PAGES, JOB_MAX_BYTES)

@@ -127,4 +127,3 @@ ORIENTATION = Parameter("orientation", "ORIENTATION", "BYTES", ORIENTATION_AUTO,
 PARAMETERS = (TEXT_THRESHOLD, LINK_THRESHOLD, LOW_TEXT, LONG_SIDE, REFINE, RECOGNIZE, LANGUAGE,
               ORIENTATION)
 BY_NAME = {parameter.name: parameter for parameter in PARAMETERS}
-BY_TENSOR = {parameter.tensor: parameter for parameter in PARAMETERS}

@@ -11,14 +11,33 @@ from dataclasses import dataclass
 #: The Triton model the gateway calls: bytes in, boxes (and their text) out.
 ENSEMBLE = "ensemble_ocr"
 
-#: The models the ensemble's ``recognize`` step calls through BLS (Python-backend model
-#: calls), by that step. Triton loads and unloads an ensemble's steps with it, but knows
-#: nothing of BLS calls: these are loaded by name at start
-#: (``ocr_pipeline.tritonserver.MODELS_AT_START``), and with one of them unloaded the ensemble
-#: stays READY while every request that reads text fails.
+#: The ensemble's detection steps (``ocr_pipeline.detection`` runs them, and names the tensors
+#: between them): the CRAFT detector, its link refiner, and the box extraction.
+CRAFT_MODEL = "craft"
+REFINENET_MODEL = "refinenet"
+POSTPROCESS_MODEL = "postprocess"
+#: The ensemble's last step: reads the text of every box (a BLS model, below).
+RECOGNIZE_MODEL = "recognize"
+#: The PP-OCR recognizer and its tensors: ``x`` float32 ``[N, 3, 48, W]`` (BGR crops,
+#: ``(p / 255 - 0.5) / 0.5``) in, ``fetch_name_0`` float32 ``[N, W/8, classes]`` (per-column
+#: softmax, CTC) out (``recognizer/config.pbtxt``). Named here: ``manage.py
+#: evaluate_recognition`` calls it directly.
 RECOGNIZER_MODEL = "recognizer"
+RECOGNIZER_INPUT = "x"
+RECOGNIZER_OUTPUT = "fetch_name_0"
+#: Tesseract, for the languages PP-OCR does not read.
 TESSERACT_MODEL = "tesseract"
-BLS_CALLS: dict[str, tuple[str, ...]] = {"recognize": (RECOGNIZER_MODEL, TESSERACT_MODEL)}
+
+#: The models that only ``recognize`` calls (through BLS), none of them a step of the ensemble.
+#: Triton loads and unloads an ensemble's steps with it, but knows nothing of BLS calls: these
+#: are loaded by name at start (``ocr_pipeline.tritonserver.MODELS_AT_START``).
+BLS_ONLY_MODELS = (RECOGNIZER_MODEL, TESSERACT_MODEL)
+#: The models each BLS (Python-backend model calls) model calls: ``recognize`` reads crops with
+#: the recognizer or Tesseract, and detects a turned page again on its upright pixels with the
+#: detection steps. With one of them unloaded the ensemble stays READY while the requests that
+#: need it fail (the admin's unload warning says so).
+BLS_CALLS: dict[str, tuple[str, ...]] = {
+    RECOGNIZE_MODEL: (*BLS_ONLY_MODELS, CRAFT_MODEL, REFINENET_MODEL, POSTPROCESS_MODEL)}
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@
 #   ocr-standin/python:3.11-slim-bookworm   for python:3.11-slim-bookworm (Dockerfile.python)
 #   ocr-standin/postgres:15-bookworm        for postgres:16-bookworm (Dockerfile.postgres)
 #   ocr-standin/nginx:bookworm              for nginx:1.27-bookworm (Dockerfile.nginx)
+#   ocr-standin/redis:bookworm              for redis:7-bookworm (Dockerfile.redis)
 #
 # Needs root (mmdebstrap's root mode), mmdebstrap, docker with BuildKit (DOCKER_BUILDKIT=1 is
 # set here for Docker 20.10), and Debian's mirror over HTTP: DEBIAN_MIRROR, default
@@ -14,18 +15,19 @@
 # host's network (--network=host: with or without the daemon's default bridge), each into a
 # log that is shown when it fails.
 #
-# Usage: deploy/standins/build.sh [python] [postgres] [nginx]     (default: all three)
+# Usage: deploy/standins/build.sh [python] [postgres] [nginx] [redis]     (default: all four)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 export DOCKER_BUILDKIT=1
 
 declare -A tags=([python]=ocr-standin/python:3.11-slim-bookworm
                  [postgres]=ocr-standin/postgres:15-bookworm
-                 [nginx]=ocr-standin/nginx:bookworm)
+                 [nginx]=ocr-standin/nginx:bookworm
+                 [redis]=ocr-standin/redis:bookworm)
 names=("$@")
-[ "${#names[@]}" -gt 0 ] || names=(python postgres nginx)
+[ "${#names[@]}" -gt 0 ] || names=(python postgres nginx redis)
 for name in "${names[@]}"; do
-    [ -n "${tags[$name]:-}" ] || { echo "unknown stand-in '$name': python, postgres or nginx" >&2; exit 2; }
+    [ -n "${tags[$name]:-}" ] || { echo "unknown stand-in '$name': python, postgres, nginx or redis" >&2; exit 2; }
 done
 
 logs="$(mktemp -d)"

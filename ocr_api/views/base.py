@@ -4,6 +4,7 @@ audit log and metrics of every request."""
 from __future__ import annotations
 
 from django.conf import settings
+from django.urls import reverse
 from ocr_contract.formats import ACCEPTED_FORMATS_TEXT
 from ocr_inference.client import OcrResult
 from rest_framework import exceptions
@@ -11,10 +12,11 @@ from rest_framework.authentication import SessionAuthentication
 from rest_framework.parsers import MultiPartParser
 from rest_framework.views import APIView
 
-from .. import audit, uploads
+from .. import audit, errors
 from ..authentication import ApiKeyAuthentication
+from ..intake import uploads
+from ..intake.parsers import OctetStreamParser, PdfParser, RawImageParser
 from ..models import ApiKey
-from ..parsers import OctetStreamParser, PdfParser, RawImageParser
 from ..throttling import (ApiKeyRateThrottle, DailyQuotaThrottle, UnauthenticatedRateThrottle,
                           settle_quota)
 
@@ -30,15 +32,41 @@ def record_results(record: audit.AuditRecord, results: list[OcrResult]) -> None:
     record.model_name, record.model_version = first.model_name, first.model_version
 
 
+def refusal_for_sync(error: errors.ApiError) -> errors.ApiError:
+    """An upload's refusal as the synchronous endpoints (``POST /api/ocr``, ``/api/ocr/batch``)
+    answer it: a document over ``OCR_MAX_PAGES`` (413 ``too_many_pages``) is told to go to
+    ``POST /api/jobs``, in its message and in a ``Link: </api/jobs>; rel="alternate"`` header
+    (the error's ``link``, set by :func:`ocr_api.error_handlers.exception_handler`); any other
+    refusal is ``error`` itself."""
+    if not isinstance(error, errors.TooManyPages) or getattr(error, "link", None):
+        return error
+    jobs = reverse("jobs")
+    refusal = errors.TooManyPages(
+        f"{error.detail} Send it to POST {jobs}, which reads a document of up to "
+        f"{settings.OCR_JOB_MAX_PAGES} pages (the gateway's OCR_JOB_MAX_PAGES) as a job in the "
+        f"background, or here in parts of up to {settings.OCR_MAX_PAGES} pages "
+        "(OCR_MAX_PAGES).", field=error.field)
+    refusal.link = jobs_link()
+    return refusal
+
+
+def jobs_link() -> str:
+    """The ``Link`` header value that points a client to ``POST /api/jobs``."""
+    return f'<{reverse("jobs")}>; rel="alternate"'
+
+
 class OcrEndpoint(APIView):
     """Base view of the OCR endpoints.
 
     :meth:`dispatch` records every request, answered or refused (authentication, throttling,
     validation, Triton): one audit row per image, and the metrics; a request that never
     authenticated is counted per address and minute instead, and throttled per address
-    (:meth:`check_unauthenticated_throttle`). :meth:`initial` runs DRF's
-    checks in DRF's order, with the size check between permissions and throttling. Subclasses
-    add a :class:`~ocr_api.audit.AuditRecord` per image with ``self.recorder.new_record()``;
+    (:meth:`check_unauthenticated_throttle`). DRF's ``APIView.initial`` runs the checks in
+    its order (content negotiation, version, authentication, permissions, throttles), which
+    these hooks extend: :meth:`perform_authentication` tells the recorder who sent the request
+    and throttles a request without a valid key; :meth:`check_throttles` checks the request's
+    size first (between permissions and throttling). Subclasses add a
+    :class:`~ocr_api.audit.AuditRecord` per image with ``self.recorder.new_record()``;
     records without their own ``http_status`` take the response's.
     """
 
@@ -64,15 +92,17 @@ class OcrEndpoint(APIView):
                             for record in self.recorder.records])
         return response
 
-    def initial(self, request, *args, **kwargs):
-        """What runs before the handler, in order (DRF's ``APIView.initial`` plus one step)."""
-        self.format_kwarg = self.get_format_suffix(**kwargs)
-        request.accepted_renderer, request.accepted_media_type = \
-            self.perform_content_negotiation(request)
-        request.version, request.versioning_scheme = self.determine_version(
-            request, *args, **kwargs)
+    def perform_authentication(self, request) -> None:
+        """DRF's authentication, then: the key or staff user goes to the recorder, and a
+        request without a valid key (none, or an unknown, revoked or expired one) is counted
+        against its address (:meth:`check_unauthenticated_throttle`) before it is refused.
+
+        Raises:
+            exceptions.AuthenticationFailed: a key that is not valid (401).
+            exceptions.Throttled: too many requests without a valid key from the address.
+        """
         try:
-            self.perform_authentication(request)
+            super().perform_authentication(request)
         except exceptions.APIException:              # an unknown, revoked or expired key
             self.check_unauthenticated_throttle(request)
             raise
@@ -85,11 +115,18 @@ class OcrEndpoint(APIView):
             user is not None and user.is_authenticated)
         if not self.recorder.authenticated:          # no key: permissions will say 401
             self.check_unauthenticated_throttle(request)
-        self.check_permissions(request)
-        # Before throttling, which may count images: what the headers alone refuse is not
-        # charged.
+
+    def check_throttles(self, request) -> None:
+        """The size check, then DRF's throttles. Before throttling, which may count images:
+        what the headers alone refuse is not charged.
+
+        Raises:
+            errors.PayloadTooLarge: see :meth:`check_request_size`.
+            exceptions.Throttled, errors.QuotaExceeded, errors.TooManyImages: the throttles'
+                (:mod:`ocr_api.throttling`).
+        """
         self.check_request_size(request)
-        self.check_throttles(request)
+        super().check_throttles(request)
 
     def check_unauthenticated_throttle(self, request) -> None:
         """Count a request without a valid key against its address's rate.
@@ -108,6 +145,6 @@ class OcrEndpoint(APIView):
         """Refuse an oversized body from its Content-Length header, without reading it.
 
         Raises:
-            errors.PayloadTooLarge: see :func:`ocr_api.uploads.check_declared_length`.
+            errors.PayloadTooLarge: see :func:`ocr_api.intake.uploads.check_declared_length`.
         """
         uploads.check_declared_length(request, settings.OCR_MAX_UPLOAD_BYTES)

@@ -1,20 +1,22 @@
-"""``POST /api/ocr/batch``: several images in one multipart request, inferred concurrently."""
+"""``POST /api/ocr/batch``: several images in one multipart request, their pages sent to Triton
+``TRITON_CONCURRENT_PAGES`` at a time."""
 
 from __future__ import annotations
 
 from django.conf import settings
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
 from ocr_contract.parameters import RECOGNIZE
-from ocr_inference.client import OcrResult
 
-from .. import documents, errors, inference, uploads
+from .. import errors, inference
+from ..answer import build_answer
+from ..intake import documents, uploads
 from ..serializers import (ErrorDetailSerializer, ModelSerializer, OcrAnswerSerializer,
                            OcrParametersSerializer, error_responses)
-from .base import OcrEndpoint, record_results
+from .base import OcrEndpoint, jobs_link, record_results, refusal_for_sync
 
 
 class BatchItemSerializer(OcrAnswerSerializer):
@@ -38,9 +40,13 @@ class OcrBatchView(OcrEndpoint):
     """Find and read the text in up to ``OCR_BATCH_MAX_IMAGES`` images sent as multipart ``images`` fields
     (at most ``OCR_BATCH_MAX_UPLOAD_BYTES`` together).
 
-    Each image is validated on its own and the valid ones go to Triton concurrently; results
-    come back in the order sent, each with its own status and error, so one bad image does not
-    fail the others. One audit row per image; throttling and quota count images.
+    Each image is validated on its own and the valid ones' pages go to Triton in order,
+    ``TRITON_CONCURRENT_PAGES`` at a time, each with its deadline from when it is sent
+    (:func:`ocr_api.inference.infer_documents`); results come back in the order sent, each with
+    its own status and error, so one bad image does not fail the others (a document over
+    ``OCR_MAX_PAGES`` is an item 413 ``too_many_pages`` naming ``POST /api/jobs``, and the
+    response has ``POST /api/ocr``'s ``Link`` header). One audit row per image; throttling and
+    quota count images.
     """
 
     endpoint = "ocr_batch"
@@ -70,8 +76,8 @@ class OcrBatchView(OcrEndpoint):
                                          f"{settings.OCR_BATCH_MAX_UPLOAD_BYTES}.")
 
     def opened(self, request) -> list:
-        """Each upload opened once (:func:`ocr_api.documents.open_document`): its document, or
-        the API error that refuses it."""
+        """Each upload opened once (:func:`ocr_api.intake.documents.open_document`): its
+        document, or the API error that refuses it."""
         if not hasattr(self, "_opened"):
             self._opened = []
             for upload in request.FILES.getlist("images"):
@@ -80,7 +86,7 @@ class OcrBatchView(OcrEndpoint):
                     self._opened.append(documents.open_document(upload.read(),
                                                                 settings.OCR_MAX_PAGES))
                 except errors.ApiError as error:
-                    self._opened.append(error)
+                    self._opened.append(refusal_for_sync(error))
         return self._opened
 
     def throttle_cost(self, request) -> int:
@@ -91,7 +97,15 @@ class OcrBatchView(OcrEndpoint):
     @extend_schema(
         operation_id="ocr_batch",
         summary="Find and read the text in several images",
-        parameters=[OcrParametersSerializer],
+        description=(
+            "Each upload is answered as `POST /api/ocr` would answer it alone, in `results` "
+            "(its own `status` and `error`). A document over OCR_MAX_PAGES pages is an item "
+            "413 `too_many_pages` whose message names `POST /api/jobs`; the response then has "
+            "`Link: </api/jobs>; rel=\"alternate\"`."),
+        parameters=[OcrParametersSerializer,
+                    OpenApiParameter("Link", str, OpenApiParameter.HEADER, response=[200],
+                                     description='When an item is `too_many_pages`: '
+                                                 '`</api/jobs>; rel="alternate"`.')],
         request={"multipart/form-data": {"type": "object", "properties": {
             "images": {"type": "array", "items": {"type": "string", "format": "binary"}}},
             "required": ["images"]}},
@@ -116,31 +130,29 @@ class OcrBatchView(OcrEndpoint):
             pending.append((index, opened))
 
         recognized = parameters.get("recognize", RECOGNIZE.default)
-        items = [(index, page, documents.page_input(document, page))
-                 for index, document in pending for page in range(document.page_count)]
-        answers = inference.infer_many([(data, {**parameters, **extra})
-                                        for _, _, (data, extra) in items])
-        by_upload: dict[int, list] = {}
-        for (index, _, _), answer in zip(items, answers):
-            by_upload.setdefault(index, []).append(answer)
-        for index, document in pending:
-            record, outcomes = self.recorder.records[index], by_upload[index]
-            failed = next((o for o in outcomes if not isinstance(o, OcrResult)), None)
-            if failed is not None:
-                results[index] = self._failed(index, record, failed)
+        outcomes = inference.infer_documents([document for _, document in pending], parameters)
+        for (index, document), outcome in zip(pending, outcomes):
+            record = self.recorder.records[index]
+            if isinstance(outcome, errors.ApiError):
+                results[index] = self._failed(index, record, outcome)
                 continue
-            record_results(record, outcomes)
+            record_results(record, outcome)
             record.http_status = 200
-            pages = [documents.page_body(result, document, page, recognized)
-                     for page, result in enumerate(outcomes)]
-            results[index] = {"index": index, "status": 200,
-                              **documents.document_body(document, pages),
-                              "inference_ms": round(max(o.inference_ms for o in outcomes), 1)}
-        return Response({"request_id": request.request_id, "results": results,
-                         "timing_ms": {"total": self.recorder.elapsed_ms()}})
+            answer = build_answer(document, outcome, recognized)
+            results[index] = {"index": index, "status": 200, **answer.body(),
+                              "inference_ms": round(max(o.inference_ms for o in outcome), 1)}
+        response = Response({"request_id": request.request_id, "results": results,
+                             "timing_ms": {"total": self.recorder.elapsed_ms()}})
+        if any(isinstance(item, errors.TooManyPages) for item in self.opened(request)):
+            response["Link"] = jobs_link()      # as POST /api/ocr's 413 has it
+        return response
 
     @staticmethod
     def _failed(index: int, record, error: errors.ApiError) -> dict:
+        """One upload's refusal: its audit record takes the error, and its item says it as
+        ``POST /api/ocr`` would (``{"index", "status", "error": {"code", "message",
+        "field"?}}``)."""
         record.http_status, record.error_code = error.status_code, error.default_code
         return {"index": index, "status": error.status_code,
-                "error": {"code": error.default_code, "message": str(error.detail)}}
+                "error": errors.error_detail(error.default_code, str(error.detail),
+                                             error.field)}

@@ -6,16 +6,18 @@ import json
 from pathlib import Path
 
 from django.conf import settings
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (OpenApiExample, OpenApiParameter, OpenApiResponse,
+                                   extend_schema)
 from ocr_contract.formats import ACCEPTED_FORMATS_TEXT
 from ocr_contract.parameters import RECOGNIZE
-from rest_framework.response import Response
 
-from .. import documents, errors, inference, uploads
-from ..renderers import RESULT_RENDERERS, FormatNegotiation
-from ..serializers import OcrParametersSerializer, OcrResponseSerializer, error_responses
-from .base import OcrEndpoint, record_results
+from .. import errors, inference
+from ..answer import build_answer
+from ..formats.renderers import RESULT_RENDERERS, AnswerResponse, FormatNegotiation
+from ..intake import documents, uploads
+from ..serializers import (SINGLE_UPLOAD_REQUEST, TOO_MANY_PAGES_NOTE, OcrParametersSerializer,
+                           OcrResponseSerializer, error_responses)
+from .base import OcrEndpoint, record_results, refusal_for_sync
 
 #: A real answer (tests/data/images/korean.png with language=ko), the schema's example; the
 #: README links to the same file.
@@ -25,14 +27,14 @@ EXAMPLE_ANSWER = json.loads(
 
 class OcrView(OcrEndpoint):
     """Find and read the text in one image or document (PDF, multi-page TIFF), answered as JSON,
-    plain text, hOCR or a searchable PDF (:mod:`ocr_api.renderers`). Audited and measured by
-    :class:`OcrEndpoint`."""
+    plain text, hOCR or a searchable PDF (:mod:`ocr_api.formats.renderers`). Audited and
+    measured by :class:`OcrEndpoint`."""
 
     renderer_classes = RESULT_RENDERERS
     content_negotiation_class = FormatNegotiation
 
     def opened(self, request) -> documents.Document:
-        """The upload, opened once per request (:func:`ocr_api.documents.open_document`).
+        """The upload, opened once per request (:func:`ocr_api.intake.documents.open_document`).
 
         Raises:
             errors.ApiError: the upload's refusal, the same each time it is asked.
@@ -42,23 +44,16 @@ class OcrView(OcrEndpoint):
                 self._opened = documents.open_document(self.upload(request),
                                                        settings.OCR_MAX_PAGES)
             except errors.ApiError as exc:
-                self._opened = exc
+                self._opened = refusal_for_sync(exc)
         if isinstance(self._opened, errors.ApiError):
             raise self._opened
         return self._opened
 
     def upload(self, request) -> bytes:
-        """The uploaded bytes, read once (:func:`ocr_api.uploads.single_image`)."""
+        """The uploaded bytes, read once (:func:`ocr_api.intake.uploads.single_image`)."""
         if not hasattr(self, "_upload"):
             self._upload = uploads.single_image(request)
         return self._upload
-
-    def document_for_output(self) -> documents.Document | None:
-        """The opened upload, for the renderers that need what was sent (the searchable PDF)."""
-        try:
-            return self.opened(self.request)
-        except errors.ApiError:
-            return None
 
     def throttle_cost(self, request) -> int:
         """Pages count as images for the rate and the quota; an upload that cannot be opened
@@ -76,25 +71,29 @@ class OcrView(OcrEndpoint):
             "`image/*` or `application/pdf` content type (or `application/octet-stream`). The "
             f"format is sniffed from the bytes ({ACCEPTED_FORMATS_TEXT}). A PDF or multi-page "
             f"TIFF of up to OCR_MAX_PAGES pages answers `pages` (each page counts as one image "
-            "for the rate and the quota); a longer one is sent in parts. "
+            "for the rate and the quota); a longer one is refused at once (413 "
+            "`too_many_pages`, with `Link: </api/jobs>; rel=\"alternate\"`): send it to "
+            "`POST /api/jobs`, or here in parts. Pages go to Triton in order, "
+            "TRITON_CONCURRENT_PAGES at a time, each with its own TRITON_TIMEOUT_S deadline "
+            "from when it is sent, so a document the limit lets in is answered, not timed out. "
+            "Operators size OCR_MAX_PAGES as (TRITON_TIMEOUT_S + 30) / (1.5 x the seconds their "
+            "densest page takes alone, `timing_ms.inference`): 4 for the cpu flavour on 2 "
+            "cores (~9 s a dense page), more on a GPU, fewer on a slower machine. "
             "Parameters go in the query string or as form fields. Points are in the upright "
             "(EXIF-transposed) image's pixels (a PDF page's: rendered at OCR_PDF_DPI), "
             "clockwise from the top-left. The answer comes as JSON, or with `format=text`, "
             "`format=hocr` (hOCR 1.2) or `format=pdf` (a searchable PDF of what was sent), or "
             "by the `Accept` header; errors are always JSON."),
-        parameters=[OcrParametersSerializer],
-        request={
-            "multipart/form-data": {"type": "object", "properties": {
-                "image": {"type": "string", "format": "binary"}}, "required": ["image"]},
-            "image/*": OpenApiTypes.BINARY,
-            "application/pdf": OpenApiTypes.BINARY,
-            # The same raw body for clients generated from the schema (openapi-python-client
-            # skips "image/*" as an unsupported content type).
-            "application/octet-stream": OpenApiTypes.BINARY,
-        },
+        parameters=[OcrParametersSerializer,
+                    OpenApiParameter("Link", str, OpenApiParameter.HEADER, response=[413],
+                                     description='With `too_many_pages`: `</api/jobs>; '
+                                                 'rel="alternate"`, where a longer document '
+                                                 'goes.')],
+        request=SINGLE_UPLOAD_REQUEST,
         responses={200: OpenApiResponse(OcrResponseSerializer, examples=[
             OpenApiExample("korean.png, language=ko", value=EXAMPLE_ANSWER)]),
-            **error_responses(400, 401, 403, 413, 415, 429, 500, 502, 503, 504)},
+            **error_responses(400, 401, 403, 413, 415, 429, 500, 502, 503, 504,
+                              notes={413: TOO_MANY_PAGES_NOTE})},
     )
     def post(self, request):
         record = self.recorder.new_record()
@@ -106,12 +105,10 @@ class OcrView(OcrEndpoint):
 
         results = inference.infer_pages(document, parameters)
         record_results(record, results)
-        recognized = parameters.get("recognize", RECOGNIZE.default)
-        pages = [documents.page_body(result, document, index, recognized)
-                 for index, result in enumerate(results)]
-        return Response({
+        answer = build_answer(document, results, parameters.get("recognize", RECOGNIZE.default))
+        return AnswerResponse(answer, {
             "request_id": request.request_id,
-            **documents.document_body(document, pages),
+            **answer.body(),
             "timing_ms": {"total": self.recorder.elapsed_ms(),
                           "inference": round(max(r.inference_ms for r in results), 1)},
         })

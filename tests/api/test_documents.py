@@ -247,8 +247,11 @@ def test_documents_that_cannot_be_read_are_refused_before_triton(api_client, liv
     assert (response.status_code, response.json()["error"]["code"]) == (status, code)
     if code == "too_many_pages":
         assert response.json()["error"]["message"] == (
-            "The document has 200 pages; one request reads at most 10. Send a longer document "
-            "in parts of up to 10 pages (the gateway's OCR_MAX_PAGES).")
+            "The document has 200 pages; this endpoint reads at most 4. Send it to POST "
+            "/api/jobs, which reads a document of up to 1000 pages (the gateway's "
+            "OCR_JOB_MAX_PAGES) as a job in the background, or here in parts of up to 4 pages "
+            "(OCR_MAX_PAGES).")
+        assert response["Link"] == '</api/jobs>; rel="alternate"'
     row = OcrRequest.objects.get(request_id=response.json()["request_id"])
     assert (row.http_status, row.error_code, row.inference_ms) == (status, code, None)
 

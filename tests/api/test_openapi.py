@@ -22,7 +22,8 @@ def fuzz_key(db, live_triton):
 def test_schema_lists_every_endpoint_and_error_code(client):
     document = client.get("/api/schema?format=json").json()
     assert set(document["paths"]) == {"/api/ocr", "/api/ocr/batch", "/api/models",
-                                      "/api/health", "/api/ready"}
+                                      "/api/health", "/api/ready", "/api/jobs",
+                                      "/api/jobs/{job_id}", "/api/jobs/{job_id}/result"}
     codes = document["components"]["schemas"]["CodeEnum"]["enum"]
     assert sorted(codes) == sorted(ERROR_CODES)
     ocr = document["paths"]["/api/ocr"]["post"]

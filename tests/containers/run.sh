@@ -176,13 +176,13 @@ git ls-files -z --others --ignored --exclude-standard triton_models/repository d
     | grep -zv __pycache__ | xargs -0 cp --link --parents --target-directory="$WORK/src"
 cd "$WORK/src"
 
-# Step 2: the stand-in bases. The Python one first (both images need it); PostgreSQL's and
-# nginx's build meanwhile, in the background (the stack needs them only to start).
+# Step 2: the stand-in bases. The Python one first (both images need it); PostgreSQL's,
+# nginx's and Redis's build meanwhile, in the background (the stack needs them only to start).
 say "stand-in bases (deploy/standins/build.sh)"
 started=$SECONDS
 deploy/standins/build.sh python
 figure "stand-ins: debian + python" "$((SECONDS - started)) s"
-setsid deploy/standins/build.sh postgres nginx >"$WORK/standins.log" 2>&1 &
+setsid deploy/standins/build.sh postgres nginx redis >"$WORK/standins.log" 2>&1 &
 STANDINS_PID=$!
 STANDINS_STARTED=$SECONDS
 
@@ -216,10 +216,10 @@ weights=$(docker run --rm --network=none --entrypoint du ocr-triton:latest-cpu -
 figure "image ocr-triton:latest-cpu" "$(megabytes ocr-triton:latest-cpu), of which ${weights} MB weights (/models)"
 figure "cold ocr-triton build: steps reused" "$reused (from the gateway's build: its first steps)"
 
-say "stand-ins for postgres and nginx"
+say "stand-ins for postgres, nginx and redis"
 wait "$STANDINS_PID" || { cat "$WORK/standins.log" >&2; die "building the stand-ins failed"; }
 STANDINS_PID=""
-figure "stand-ins: postgres + nginx (in the background)" "$((SECONDS - STANDINS_STARTED)) s from their start"
+figure "stand-ins: postgres + nginx + redis (in the background)" "$((SECONDS - STANDINS_STARTED)) s from their start"
 
 # --- the reference answer ------------------------------------------------------------------
 say "make serve's answer to the curl it prints"
@@ -242,6 +242,7 @@ set_env DJANGO_SECRET_KEY "$(python3 -c 'import secrets; print(secrets.token_url
 set_env POSTGRES_PASSWORD "$(openssl rand -hex 24)"
 set_env OCR_POSTGRES_IMAGE ocr-standin/postgres:15-bookworm
 set_env OCR_PROXY_IMAGE ocr-standin/nginx:bookworm
+set_env OCR_REDIS_IMAGE ocr-standin/redis:bookworm
 read -r API_PORT METRICS_PORT TRITON_HTTP TRITON_METRICS <<<"$(free_ports 4)"
 set_env GATEWAY_PUBLISH "$API_PORT"
 set_env GATEWAY_METRICS_PUBLISH "127.0.0.1:$METRICS_PORT"

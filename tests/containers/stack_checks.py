@@ -198,6 +198,36 @@ def test_the_images_read_heic():
                     [b["points"] for b in png["boxes"]]) >= PARITY_F
 
 
+def test_a_job_is_read_by_the_job_workers_through_redis():
+    """POST /api/jobs through the proxy: the gateway stores the upload on the jobs volume and
+    queues the pages in redis; the job-workers container reads them."""
+    document = images_pdf([Image.open(IMAGES / "korean.png")] * 2)
+    key = {"Authorization": f"Api-Key {ENV['STACK_API_KEY']}"}
+    status, headers, body = request(f"{API}/api/jobs", data=document,
+                                    headers={**key, "Content-Type": "application/pdf"})
+    assert status == 202, body
+    location = headers["Location"]
+    deadline = time.monotonic() + 300
+    while True:
+        job = json.loads(request(f"{API}{location}", headers=key)[2])
+        if job["status"] in ("succeeded", "failed", "cancelled"):
+            break
+        assert time.monotonic() < deadline, f"job still {job['status']}: {job}\n" + \
+            compose("logs", "--tail", "40", "job-workers", check=False).stdout
+        time.sleep(1)
+    assert job["status"] == "succeeded", job
+    status, _, body = request(f"{API}{location}/result", headers=key)
+    assert status == 200, body
+    result = json.loads(body)
+    assert [page["page"] for page in result["pages"]] == [1, 2]
+    assert all(len(page["text"].split()) == 6 for page in result["pages"]), result["text"]
+    # The broker keeps its queue in an append-only file on its volume.
+    redis = inspect("redis")
+    assert "--appendonly" in redis["Config"]["Cmd"] and redis["State"]["Running"]
+    assert any(mount["Destination"] == "/data" and mount["Type"] == "volume"
+               for mount in redis["Mounts"])
+
+
 def wait_until(predicate, timeout_s: float, what: str) -> float:
     """Seconds until ``predicate()`` is true, polled every second.
 

@@ -224,8 +224,8 @@ def env_file(path: Path) -> tuple[dict[str, str], set[str]]:
 #: Where the product's code reads its settings: the gateway, its packages, the contract, the
 #: model repository's code, gunicorn's config.
 SETTINGS_SOURCES = ("gateway", "ocr_api", "ocr_admin", "ocr_ops", "ocr_inference", "ocr_embedded",
-                    "contract", "triton_models/ocr_pipeline", "triton_models/repository",
-                    "deploy/gunicorn.conf.py")
+                    "ocr_proxy", "contract", "triton_models/ocr_pipeline",
+                    "triton_models/repository", "deploy/gunicorn.conf.py")
 #: Upper-case names in that code that are not settings: request headers (Django's META
 #: names), Django's own bootstrap variable, the tests' Chromium.
 NOT_SETTINGS = {"HTTP_X_FORWARDED_FOR", "HTTP_X_FORWARDED_PROTO", "HTTP_AUTHORIZATION",
@@ -376,12 +376,12 @@ def test_everything_lands_in_the_kustomization_namespace():
 def test_images_are_set_by_kustomize():
     images = {c["image"] for doc in rendered() for c in all_containers(doc)}
     assert images == {"registry.example.com/ocr/ocr-gateway:1.0.0",
-                      "registry.example.com/ocr/ocr-triton:1.0.0"}
+                      "registry.example.com/ocr/ocr-triton:1.0.0", "redis:7-bookworm"}
 
 
 def test_workloads_select_their_own_pods_only():
     workloads = [doc for doc in rendered() if pod_template(doc)]
-    assert len(workloads) == 4
+    assert len(workloads) == 6
     for doc in workloads:
         labels = pod_template(doc)["metadata"]["labels"]
         selector = doc["spec"].get("selector", {}).get("matchLabels", labels)
@@ -410,6 +410,7 @@ def test_services_route_to_the_deployments_container_ports():
         ("ocr-triton-headless", 8001): ("ocr-triton", 8001),
         ("ocr-triton-headless", 8000): ("ocr-triton", 8000),
         ("ocr-triton-headless", 8002): ("ocr-triton", 8002),
+        ("ocr-redis", 6379): ("ocr-redis", 6379),
     }
 
 
@@ -602,7 +603,7 @@ def test_ingress_routes_every_page_the_site_links_to_but_not_metrics():
 def test_ingress_lets_every_body_the_gateway_judges_reach_it():
     """nginx refuses a body over proxy-body-size with an HTML 413: every body the gateway
     accepts, single image or batch, plus the multipart framing it allows, must pass."""
-    from ocr_api.uploads import MULTIPART_SLACK_BYTES
+    from ocr_api.intake.uploads import MULTIPART_SLACK_BYTES
 
     annotations = resource("Ingress", "ocr-gateway")["metadata"]["annotations"]
     proxy_limit = size_bytes(annotations["nginx.ingress.kubernetes.io/proxy-body-size"])
@@ -612,6 +613,14 @@ def test_ingress_lets_every_body_the_gateway_judges_reach_it():
     assert proxy_limit > largest
     assert int(annotations["nginx.ingress.kubernetes.io/proxy-read-timeout"]) > float(
         settings_configmap()["TRITON_TIMEOUT_S"])
+    # Jobs take larger documents, on their own path only.
+    jobs = resource("Ingress", "ocr-gateway-jobs")
+    paths = jobs["spec"]["rules"][0]["http"]["paths"]
+    assert [(p["path"], p["pathType"]) for p in paths] == [("/api/jobs", "Exact")]
+    assert size_bytes(jobs["metadata"]["annotations"][
+        "nginx.ingress.kubernetes.io/proxy-body-size"]) > \
+        gateway_limit("OCR_JOB_MAX_BYTES") + MULTIPART_SLACK_BYTES
+    assert jobs["spec"]["tls"] == resource("Ingress", "ocr-gateway")["spec"]["tls"]
     # The runbook's proxy for compose gets the same limit.
     assert f"client_max_body_size {annotations['nginx.ingress.kubernetes.io/proxy-body-size']}" \
         in (DEPLOY / "README.md").read_text()
@@ -630,6 +639,82 @@ def test_audit_purge_runs_an_existing_command_with_the_gateway_image():
     command = ROOT / "ocr_api" / "management" / "commands" / f"{purge['command'][2]}.py"
     assert command.is_file(), f"no management command {purge['command'][2]}"
     assert purge["image"] == container(resource("Deployment", "ocr-gateway"), "gateway")["image"]
+    # Expired jobs too, with their uploads (on the jobs' volume).
+    jobs = container(resource("CronJob", "ocr-audit-purge"), "purge-jobs")
+    assert jobs["command"] == ["python", "manage.py", "purge_jobs"]
+    assert (ROOT / "ocr_jobs" / "management" / "commands" / "purge_jobs.py").is_file()
+    assert jobs["image"] == purge["image"]
+    assert {"name": "jobs", "mountPath": "/app/var/jobs"} in jobs["volumeMounts"]
+
+
+def _claim(doc: dict, volume: str) -> str:
+    return next(v for v in pod_spec(doc)["volumes"]
+                if v["name"] == volume)["persistentVolumeClaim"]["claimName"]
+
+
+def test_redis_is_one_pod_with_its_append_only_file_on_a_volume():
+    redis = resource("Deployment", "ocr-redis")
+    assert redis["spec"]["replicas"] == 1 and redis["spec"]["strategy"] == {"type": "Recreate"}
+    server = container(redis, "redis")
+    options = dict(zip(server["command"][1::2], server["command"][2::2]))
+    assert server["command"][0] == "redis-server" and options["--appendonly"] == "yes"
+    mount = next(m for m in server["volumeMounts"] if m["mountPath"] == options["--dir"])
+    claim = resource("PersistentVolumeClaim", _claim(redis, mount["name"]))
+    assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+    url = settings_configmap()["OCR_BROKER_URL"]
+    match = re.fullmatch(r"redis://([a-z0-9-]+):(\d+)/0", url)
+    assert match and resource("Service", match.group(1))["spec"]["ports"][0]["port"] == \
+        int(match.group(2))
+    # Only the gateway and the job workers reach it.
+    policy = resource("NetworkPolicy", "ocr-redis")
+    sources = [peer["podSelector"]["matchLabels"]["app.kubernetes.io/name"]
+               for rule in policy["spec"]["ingress"] for peer in rule["from"]]
+    assert sorted(sources) == ["ocr-gateway", "ocr-job-workers"]
+
+
+def test_job_workers_run_with_the_gateway_image_settings_and_uploads():
+    workers, gateway = resource("Deployment", "ocr-job-workers"), resource("Deployment",
+                                                                           "ocr-gateway")
+    worker = container(workers, "worker")
+    assert worker["command"][:3] == ["python", "manage.py", "run_job_workers"]
+    assert worker["image"] == container(gateway, "gateway")["image"]
+    assert worker["envFrom"] == container(gateway, "gateway")["envFrom"]
+    # Both see the same uploads, on a volume pods on several nodes share.
+    var = gateway_image_environment()["OCR_VAR_DIR"]
+    for doc, name in ((workers, "worker"), (gateway, "gateway")):
+        mount = next(m for m in container(doc, name)["volumeMounts"]
+                     if m["mountPath"] == f"{var}/jobs")
+        assert _claim(doc, mount["name"]) == "ocr-jobs"
+        assert pod_spec(doc)["securityContext"]["fsGroup"] == 10001
+    assert resource("PersistentVolumeClaim", "ocr-jobs")["spec"]["accessModes"] == [
+        "ReadWriteMany"]
+
+
+def test_keda_scales_the_job_workers_on_the_pages_still_to_read():
+    """KEDA's ScaledObject is a custom resource (no schema in kubernetes-validate): kept out of
+    the kustomization, in keda/, and checked here field by field."""
+    from ocr_jobs.models import JobPage
+
+    docs = [d for d in yaml.safe_load_all((K8S / "keda" / "job-workers-scaledobject.yaml")
+                                          .read_text()) if d]
+    assert len(docs) == 1
+    scaled = docs[0]
+    assert (scaled["apiVersion"], scaled["kind"]) == ("keda.sh/v1alpha1", "ScaledObject")
+    namespace = yaml.safe_load((K8S / "kustomization.yaml").read_text())["namespace"]
+    assert scaled["metadata"]["namespace"] == namespace
+    assert scaled["spec"]["scaleTargetRef"]["name"] == "ocr-job-workers"
+    assert resource("Deployment", "ocr-job-workers")
+    assert 1 <= scaled["spec"]["minReplicaCount"] <= scaled["spec"]["maxReplicaCount"]
+    trigger, = scaled["spec"]["triggers"]
+    assert trigger["type"] == "postgresql"
+    query = trigger["metadata"]["query"]
+    table, column = JobPage._meta.db_table, JobPage._meta.get_field("status").column
+    assert f"FROM {table} WHERE {column} IN ('pending', 'queued')" in query
+    assert {JobPage.PENDING, JobPage.QUEUED} == {"pending", "queued"}
+    assert int(trigger["metadata"]["targetQueryValue"]) > 0
+    # The connection string is an environment variable of the scaled container.
+    assert trigger["metadata"]["connectionFromEnv"] in resource("Secret", "ocr-secrets")[
+        "stringData"]
 
 
 def test_only_the_gateway_reaches_tritons_grpc_port():
@@ -958,7 +1043,8 @@ def test_gunicorn_serves_metrics_on_their_own_port_never_the_apis(tmp_path):
 
 def test_compose_services_start_in_health_gated_order():
     services = compose()["services"]
-    assert set(services) == {"postgres", "triton", "migrate", "gateway", "proxy-config", "proxy"}
+    assert set(services) == {"postgres", "triton", "migrate", "gateway", "proxy-config", "proxy",
+                             "redis", "job-workers"}
     for name, service in services.items():
         gates = service.get("depends_on", {})
         one_shot = service.get("restart") == "no"        # waited for by completion
@@ -969,10 +1055,11 @@ def test_compose_services_start_in_health_gated_order():
             assert wanted in ("service_healthy", "service_completed_successfully"), name
             if wanted == "service_healthy":
                 assert "healthcheck" in services[target], f"{name} waits on {target}'s health"
-    assert services["gateway"]["depends_on"] == {
+    assert services["gateway"]["depends_on"] == services["job-workers"]["depends_on"] == {
         "postgres": {"condition": "service_healthy"},
         "migrate": {"condition": "service_completed_successfully"},
         "triton": {"condition": "service_healthy"},
+        "redis": {"condition": "service_healthy"},
     }
     assert services["migrate"]["command"] == ["python", "manage.py", "migrate", "--no-input"]
     assert services["migrate"]["image"] == services["gateway"]["image"]
@@ -984,6 +1071,32 @@ def test_compose_healthchecks_probe_the_right_endpoints():
     assert "/api/health" in " ".join(services["gateway"]["healthcheck"]["test"])
     assert "127.0.0.1:8000/v2/health/ready" in " ".join(services["triton"]["healthcheck"]["test"])
     assert "pg_isready" in " ".join(services["postgres"]["healthcheck"]["test"])
+    assert "redis-cli ping" in " ".join(services["redis"]["healthcheck"]["test"])
+
+
+def test_compose_runs_the_broker_with_its_append_only_file_and_workers_like_the_gateway():
+    """Redis without AOF loses queued pages when killed (docs/jobs-broker.md); the workers
+    run the gateway's image with its settings, and read the uploads the gateway writes."""
+    services = compose()["services"]
+    redis, workers, gateway = services["redis"], services["job-workers"], services["gateway"]
+    command = redis["command"]
+    assert command[0] == "redis-server"
+    options = dict(zip(command[1::2], command[2::2]))
+    assert options["--appendonly"] == "yes" and options["--dir"] == "/data"
+    assert any(v.endswith(":/data") and v.split(":")[0] in compose()["volumes"]
+               for v in redis["volumes"])
+    assert "ports" not in redis                          # the compose network only
+    assert workers["command"][:3] == ["python", "manage.py", "run_job_workers"]
+    assert (ROOT / "ocr_jobs" / "management" / "commands" / "run_job_workers.py").is_file()
+    assert workers["image"] == gateway["image"] and workers["build"] == gateway["build"]
+    assert workers["env_file"] == gateway["env_file"]
+    for name in ("DATABASE_URL", "DJANGO_SECRET_KEY", "TRITON_GRPC_URL", "OCR_BROKER_URL"):
+        assert workers["environment"][name] == gateway["environment"][name], name
+    assert gateway["environment"]["OCR_BROKER_URL"] == "redis://redis:6379/0"
+    # The uploads (OCR_VAR_DIR/jobs) on one volume for both.
+    var = gateway_image_environment()["OCR_VAR_DIR"]
+    assert f"jobs:{var}/jobs" in workers["volumes"] and f"jobs:{var}/jobs" in gateway["volumes"]
+    assert workers["read_only"] is True and workers["tmpfs"] == gateway["tmpfs"]
 
 
 def test_compose_gives_triton_the_gpus_and_enough_shared_memory():
@@ -1017,7 +1130,8 @@ def test_gateway_runs_as_its_user_on_a_read_only_root_in_compose():
     pod = resource("Deployment", "ocr-gateway")
     mounts = {m["mountPath"] for m in container(pod, "gateway")["volumeMounts"]}
     tmpfs = dict(entry.partition(":")[::2] for entry in services["gateway"]["tmpfs"])
-    assert set(tmpfs) == mounts == {"/tmp", "/app/var"}
+    # (and the jobs' uploads, a volume shared with the job workers in both)
+    assert set(tmpfs) == mounts - {"/app/var/jobs"} == {"/tmp", "/app/var"}
     # Written by the image's user (the image's /app/var is its, a new tmpfs root's).
     uid = next(a for k, a in dockerfile("Dockerfile.gateway") if k == "USER")
     assert f"uid={uid}" in tmpfs["/app/var"].split(",")
@@ -1065,7 +1179,7 @@ def runbook_scale_examples() -> list[tuple[str, int, dict[str, str]]]:
     paragraph sets in code spans."""
     examples = []
     for paragraph in re.split(r"\n\s*\n|\n- ", (DEPLOY / "README.md").read_text()):
-        for service, count in re.findall(r"--scale (\w+)=(\d+)", paragraph):
+        for service, count in re.findall(r"--scale ([\w-]+)=(\d+)", paragraph):
             settings = dict(re.findall(r"`([A-Z][A-Z0-9_]*)=([^`\s]+)`", paragraph))
             examples.append((service, int(count), settings))
     return examples
@@ -1074,7 +1188,8 @@ def runbook_scale_examples() -> list[tuple[str, int, dict[str, str]]]:
 def test_compose_host_ports_never_collide_also_when_scaled_as_the_runbook_says():
     defaults, _ = env_file(DEPLOY / ".env.example")
     examples = runbook_scale_examples()
-    assert [(service, count) for service, count, _ in examples] == [("gateway", 4)]
+    assert [(service, count) for service, count, _ in examples] == [("gateway", 4),
+                                                                    ("job-workers", 3)]
     for service, count, settings in [(None, 1, {})] + examples:
         ports = published_ports({**defaults, **settings})
         taken = []
@@ -1107,12 +1222,12 @@ def test_compose_publishes_the_gateway_metrics_port_gunicorn_serves():
 
 
 def test_compose_puts_the_buffering_proxy_in_front_of_the_gateway(tmp_path):
-    from ocr_embedded import proxy
+    from ocr_proxy import config as proxy
 
     services = compose()["services"]
     gateway, writer, nginx = services["gateway"], services["proxy-config"], services["proxy"]
     command = writer["command"]
-    assert command[:3] == ["python", "-m", "ocr_embedded.proxy"]
+    assert command[:3] == ["python", "-m", "ocr_proxy"]
     assert writer["image"] == gateway["image"] and writer["build"] == gateway["build"]
     assert writer["env_file"] == gateway["env_file"]        # the same limits as the gateway
     options = dict(zip(command[3::2], command[4::2]))

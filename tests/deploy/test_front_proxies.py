@@ -4,15 +4,17 @@ tests/embedded/)."""
 
 from django.conf import settings
 
-from ocr_embedded.proxy import HEADER_BUFFER_BYTES, UPSTREAM_KEEPALIVE_S
+from ocr_proxy.config import HEADER_BUFFER_BYTES, UPSTREAM_KEEPALIVE_S
 
 from .test_deploy import DEPLOY, env_file, gunicorn_settings, resource, size_bytes
 
 
 def test_the_gateway_drains_every_body_the_ingress_lets_through():
     annotations = resource("Ingress", "ocr-gateway")["metadata"]["annotations"]
-    assert size_bytes(annotations["nginx.ingress.kubernetes.io/proxy-body-size"]) <= \
-        settings.OCR_UNREAD_BODY_MAX_BYTES
+    for name in ("ocr-gateway", "ocr-gateway-jobs"):
+        size = resource("Ingress", name)["metadata"]["annotations"][
+            "nginx.ingress.kubernetes.io/proxy-body-size"]
+        assert size_bytes(size) <= settings.OCR_UNREAD_BODY_MAX_BYTES, name
     assert settings.OCR_UNREAD_BODY_MAX_BYTES >= settings.OCR_LARGEST_BODY_BYTES
     # and retries nothing it has sent (no non_idempotent).
     assert annotations["nginx.ingress.kubernetes.io/proxy-next-upstream"] == "error timeout"

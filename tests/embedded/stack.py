@@ -1,6 +1,6 @@
-"""The serving stack of ``make serve`` for tests: gunicorn (``deploy/gunicorn.conf.py``, gthread)
-behind the buffering proxy (nginx), with its own SQLite database and API keys; and raw HTTP on
-a socket for what ordinary clients will not send."""
+"""The serving stack of ``make serve`` for tests (:class:`~ocr_embedded.stack.Stack`): gunicorn
+(``deploy/gunicorn.conf.py``, gthread) behind the buffering proxy (nginx), with its own SQLite
+database and API keys; and raw HTTP on a socket for what ordinary clients will not send."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.servers import Gunicorn, manage, prepare_gateway_state
-from ocr_embedded.launcher import free_port
-from ocr_embedded.proxy import BufferingProxy, ProxySettings
+from ocr_embedded.gunicorn_server import Gunicorn
+from ocr_embedded.proxy import BufferingProxy
+from ocr_embedded.stack import Stack, manage
+from ocr_proxy.config import ProxySettings
 
 #: Keys made in every stack: name -> create_api_key options.
 KEYS = {"rate30": {"rate_per_minute": 30}, "quota30": {"daily_quota": 30},
@@ -37,21 +38,34 @@ class ProxiedGateway:
     """A running gunicorn + nginx pair.
 
     Attributes:
-        gunicorn, proxy: the servers (``proxy.listen_port`` is where clients connect).
-        key: an API key with a rate of 1,000,000 per minute.
+        stack: the servers (``stack.port`` is where clients connect).
         keys: the keys of :data:`KEYS`, by name.
-        database: the gateway's SQLite file.
     """
 
-    gunicorn: Gunicorn
-    proxy: BufferingProxy
-    key: str
-    database: Path
+    stack: Stack
     keys: dict = field(default_factory=dict)
 
     @property
+    def gunicorn(self) -> Gunicorn:
+        return self.stack.gunicorn
+
+    @property
+    def proxy(self) -> BufferingProxy:
+        return self.stack.nginx
+
+    @property
+    def key(self) -> str:
+        """An API key with a rate of 1,000,000 per minute."""
+        return self.stack.key
+
+    @property
+    def database(self) -> Path:
+        """The gateway's SQLite file."""
+        return self.stack.database
+
+    @property
     def port(self) -> int:
-        return self.proxy.listen_port
+        return self.stack.port
 
     def query(self, sql: str, *args) -> list[tuple]:
         """Rows of ``sql`` on the gateway's database (its tables, as gunicorn wrote them)."""
@@ -59,8 +73,7 @@ class ProxiedGateway:
             return db.execute(sql, args).fetchall()
 
     def stop(self) -> None:
-        self.proxy.stop()
-        self.gunicorn.stop()
+        self.stack.stop()
 
 
 def start_proxied_gateway(var: Path, triton_grpc_url: str | None = None,
@@ -73,27 +86,18 @@ def start_proxied_gateway(var: Path, triton_grpc_url: str | None = None,
         var: a fresh folder (database, logs).
         triton_grpc_url: the Triton to use; None: an address nothing listens on (for tests
             that never infer).
-        proxy_settings: the proxy's limits (default: those of this process's environment).
+        proxy_settings: the proxy's limits (default: those of the gateway's environment).
         env: more settings of the gateway.
     """
-    base_env, key = prepare_gateway_state(var)
-    created = manage(["shell", "-c", _MAKE_KEYS.format(keys=KEYS, admin=ADMIN)], base_env)
+    stack = Stack(var, triton=False, triton_grpc_url=triton_grpc_url, state=var, workers=2,
+                  threads=4, gateway_env={"TRITON_TIMEOUT_S": "180", **env},
+                  proxy_settings=proxy_settings)
+    # The keys and the admin before gunicorn starts, in the database the stack prepares.
+    created = manage(["shell", "-c", _MAKE_KEYS.format(keys=KEYS, admin=ADMIN)],
+                     stack.prepare_state())
     keys = json.loads(created.split("KEYS ", 1)[1])
-    gunicorn = Gunicorn("gateway.wsgi", free_port(), 2, 4, dict(
-        base_env, TRITON_GRPC_URL=triton_grpc_url or f"127.0.0.1:{free_port()}",
-        TRITON_TIMEOUT_S="180", OCR_TRUSTED_PROXIES="127.0.0.1",
-        PROMETHEUS_MULTIPROC_DIR=str(var / "prometheus"), METRICS_PORT=str(free_port()),
-        **env), var / "gunicorn.log")
-    gunicorn.start("/api/health")
-    proxy = BufferingProxy("127.0.0.1", 0, f"127.0.0.1:{gunicorn.port}", var / "proxy.log",
-                           settings=proxy_settings or ProxySettings.from_environ(
-                               {"TRITON_TIMEOUT_S": "180", **env}))
-    try:
-        proxy.start()
-    except Exception:
-        gunicorn.stop()
-        raise
-    return ProxiedGateway(gunicorn, proxy, key, var / "db.sqlite3", keys)
+    stack.start()
+    return ProxiedGateway(stack, keys)
 
 
 @dataclass

@@ -12,7 +12,8 @@ import pytest
 import requests
 
 from ocr_embedded.launcher import free_port
-from ocr_embedded.proxy import HEADER_BUFFER_BYTES, BufferingProxy, ProxySettings
+from ocr_embedded.proxy import BufferingProxy
+from ocr_proxy.config import HEADER_BUFFER_BYTES, ProxySettings
 
 from .stack import raw_request
 

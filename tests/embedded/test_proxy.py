@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 import requests
 
-from bench.servers import Gunicorn, prepare_gateway_state
 from ocr_contract import limits
+from ocr_embedded.gunicorn_server import Gunicorn
 from ocr_embedded.launcher import free_port
-from ocr_embedded.proxy import BufferingProxy, ProxySettings, server_config
+from ocr_embedded.proxy import BufferingProxy
+from ocr_embedded.stack import prepare_gateway_state
+from ocr_proxy.config import ProxySettings, server_config
 
 from tests.helpers import IMAGES
 
@@ -31,6 +33,7 @@ CAP = 256 * 1024                     # a small OCR_MAX_UPLOAD_BYTES, so "over" i
 def test_config_takes_the_gateway_limits_and_strips_the_marker_header():
     settings = ProxySettings.from_environ({"OCR_MAX_UPLOAD_BYTES": "1000",
                                            "OCR_BATCH_MAX_UPLOAD_BYTES": "5000",
+                                           "OCR_JOB_MAX_BYTES": "90000",
                                            "OCR_PROXY_HEADER_TIMEOUT_S": "7",
                                            "OCR_PROXY_CONNECTIONS_PER_ADDRESS": "9",
                                            "TRITON_TIMEOUT_S": "45"})
@@ -38,11 +41,16 @@ def test_config_takes_the_gateway_limits_and_strips_the_marker_header():
     slack = limits.MULTIPART_SLACK_BYTES
     assert f"client_max_body_size {1000 + slack};" in config
     assert f"client_max_body_size {5000 + slack};" in config
+    # Jobs take larger documents, on their own location only: /api/ocr keeps its cap.
+    jobs = config.split("location = /api/jobs {", 1)[1].split("}", 1)[0]
+    assert f"client_max_body_size {90000 + slack};" in jobs
+    ocr = config.split("location = /api/ocr {", 1)[1].split("}", 1)[0]
+    assert f"client_max_body_size {1000 + slack};" in ocr
     assert "client_header_timeout 7s;" in config and "limit_conn ocr_per_address 9;" in config
     assert "proxy_read_timeout 120s;" in config          # twice the inference deadline + 30 s
     assert "server gateway:8000;" in config and "listen 8080;" in config
     # Every location that proxies clears the marker; only the refusal sets it.
-    assert config.count(f'proxy_set_header {limits.BODY_OVER_LIMIT_HEADER} "";') == 3
+    assert config.count(f'proxy_set_header {limits.BODY_OVER_LIMIT_HEADER} "";') == 4
     assert config.count(f'proxy_set_header {limits.BODY_OVER_LIMIT_HEADER} "1";') == 1
 
 

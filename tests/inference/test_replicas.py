@@ -13,8 +13,9 @@ import tritonclient.grpc as grpcclient
 
 from django.conf import settings as django_settings
 
-from bench.servers import Gunicorn, prepare_gateway_state
+from ocr_embedded.gunicorn_server import Gunicorn
 from ocr_embedded.launcher import EmbeddedTriton, free_port
+from ocr_embedded.stack import prepare_gateway_state
 
 from tests.helpers import ENGINE_CACHE, IMAGES
 

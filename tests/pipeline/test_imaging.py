@@ -98,6 +98,15 @@ def test_square_canvas_is_long_side_by_long_side():
     assert ratio == pytest.approx(1000 / 300)
 
 
+def test_the_canvas_is_the_environments_else_the_configs_else_fit():
+    assert imaging.read_canvas({}, {}) == imaging.FIT_CANVAS == "fit"
+    assert imaging.read_canvas({"canvas": "square"}, {}) == imaging.SQUARE_CANVAS == "square"
+    assert imaging.read_canvas({"canvas": "square"}, {"OCR_CANVAS": "fit"}) == "fit"
+    assert imaging.read_canvas({"canvas": "square"}, {"OCR_CANVAS": ""}) == "square"
+    with pytest.raises(ValueError, match="canvas must be 'fit' or 'square', not 'round'"):
+        imaging.read_canvas({"canvas": "round"}, {})
+
+
 def test_prepare_image_on_a_real_file():
     prepared = imaging.prepare_image((IMAGES / "img_1.jpg").read_bytes(), 1280)
     assert (prepared.width, prepared.height) == (1280, 720)

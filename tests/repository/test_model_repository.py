@@ -8,8 +8,12 @@ from django.conf import settings
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
-from ocr_contract.parameters import PARAMETERS
-from ocr_contract.tensors import ENSEMBLE, IMAGE_BYTES, OUTPUTS, PAGE
+from ocr_contract.parameters import (LINK_THRESHOLD, LOW_TEXT, PARAMETERS, REFINE,
+                                     TEXT_THRESHOLD)
+from ocr_contract.tensors import (BLS_CALLS, CRAFT_MODEL, ENSEMBLE, IMAGE_BYTES, OUTPUTS, PAGE,
+                                  POSTPROCESS_MODEL, RECOGNIZE_MODEL, RECOGNIZER_INPUT,
+                                  RECOGNIZER_MODEL, RECOGNIZER_OUTPUT, REFINENET_MODEL)
+from ocr_pipeline import detection
 from ocr_pipeline.tritonserver import MODELS_AT_START
 
 REPOSITORY = Path(settings.TRITON_MODEL_REPOSITORY)
@@ -52,6 +56,49 @@ def config_type(dtype: str) -> str:
 def test_ensemble_has_the_five_documented_steps():
     assert [name for name, _, _ in steps("cpu")] == ["preprocess", "craft", "refinenet",
                                                      "postprocess", "recognize"]
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_the_ensemble_detects_as_the_chain_that_recognize_runs_again(flavour):
+    """ensemble_ocr's craft, refinenet and postprocess steps feed each other as
+    ocr_pipeline.detection does (recognize's second detection of a turned page), with its
+    tensor names; recognize pads onto the canvas preprocess used."""
+    by_model = {name: (inputs, outputs) for name, inputs, outputs in steps(flavour)}
+    (preprocess_in, preprocess_out), (craft_in, craft_out), (refine_in, refine_out), \
+        (post_in, post_out), (recognize_in, _) = (by_model[name] for name in (
+            "preprocess", CRAFT_MODEL, REFINENET_MODEL, POSTPROCESS_MODEL, RECOGNIZE_MODEL))
+    assert set(craft_in) == {detection.IMAGE}
+    assert set(craft_out) == {detection.MAPS, detection.FEATURES}
+    assert refine_in == {name: craft_out[name] for name in (detection.MAPS, detection.FEATURES)}
+    assert set(refine_out) == {detection.LINK}
+    assert post_in == {detection.POST_MAPS: craft_out[detection.MAPS],
+                       detection.POST_LINK: refine_out[detection.LINK],
+                       detection.POST_RATIO: preprocess_out["RESIZE_RATIO"],
+                       detection.POST_SIZE: preprocess_out["IMAGE_SIZE"],
+                       **{p.tensor: p.tensor for p in (TEXT_THRESHOLD, LINK_THRESHOLD,
+                                                       LOW_TEXT, REFINE)}}
+    assert set(post_out) == {detection.POST_BOXES, detection.POST_SCORES}
+    assert recognize_in["CANVAS"] == preprocess_out["CANVAS"]
+    # The models' own configs declare the same names (detection's calls through BLS).
+    declared = {model: ([t.name for t in load_config(model, flavour).input],
+                        [t.name for t in load_config(model, flavour).output])
+                for model in (CRAFT_MODEL, REFINENET_MODEL, POSTPROCESS_MODEL,
+                              RECOGNIZER_MODEL)}
+    assert declared[CRAFT_MODEL] == ([detection.IMAGE], [detection.MAPS, detection.FEATURES])
+    assert declared[REFINENET_MODEL] == ([detection.MAPS, detection.FEATURES], [detection.LINK])
+    assert (sorted(declared[POSTPROCESS_MODEL][0]), declared[POSTPROCESS_MODEL][1]) == (
+        sorted(post_in), [detection.POST_BOXES, detection.POST_SCORES])
+    assert declared[RECOGNIZER_MODEL] == ([RECOGNIZER_INPUT], [RECOGNIZER_OUTPUT])
+
+
+def test_every_model_called_through_bls_is_in_the_repository_and_loaded_at_start():
+    for caller, called in BLS_CALLS.items():
+        assert caller in [name for name, _, _ in steps("cpu")]
+        for model in called:
+            assert (REPOSITORY / model / "config.pbtxt").exists(), model
+            # Loaded at start: by name, or as a step of the ensemble.
+            assert model in MODELS_AT_START or model in [name for name, _, _ in steps("cpu")], \
+                model
 
 
 def served_models() -> list[str]:

@@ -8,13 +8,14 @@ import pytest
 import tritonclient.grpc as grpcclient
 from django.conf import settings
 
+from ocr_contract.tensors import RECOGNIZER_INPUT, RECOGNIZER_MODEL, RECOGNIZER_OUTPUT
 from ocr_inference.triton_metrics import engine_info
 from ocr_pipeline import engines, imaging, recognition
 from ocr_pipeline.precision import load_engine
 from tests.helpers import DATA, IMAGES
 
 pytestmark = [pytest.mark.triton, pytest.mark.quality]
-VERSION = settings.TRITON_MODEL_REPOSITORY / "recognizer" / "1"
+VERSION = settings.TRITON_MODEL_REPOSITORY / RECOGNIZER_MODEL / "1"
 
 
 def crops(name: str) -> list[np.ndarray]:
@@ -34,19 +35,19 @@ def served_precision(metrics_url: str, model: str) -> str:
 
 def test_triton_and_in_process_read_the_same_strings(triton):
     classes = recognition.load_dictionary(VERSION / "dict.txt")
-    precision = served_precision(triton.metrics_url, "recognizer")
+    precision = served_precision(triton.metrics_url, RECOGNIZER_MODEL)
     local = load_engine(str(VERSION / "model.onnx"), engines.EngineOptions(precision=precision))
     client = grpcclient.InferenceServerClient(triton.grpc_url)
     lines = crops("english.png") + crops("idcard.png")
     served, in_process = [], []
     for batch in recognition.plan_batches([recognition.resized_width(c) for c in lines], 32):
         tensor = recognition.batch_tensor([lines[i] for i in batch])
-        request = grpcclient.InferInput("x", list(tensor.shape), "FP32")
+        request = grpcclient.InferInput(RECOGNIZER_INPUT, list(tensor.shape), "FP32")
         request.set_data_from_numpy(tensor)
-        output = client.infer("recognizer", [request]).as_numpy("fetch_name_0")
+        output = client.infer(RECOGNIZER_MODEL, [request]).as_numpy(RECOGNIZER_OUTPUT)
         served += [r.text for r in recognition.ctc_greedy(output, classes)]
         in_process += [r.text for r in recognition.ctc_greedy(
-            local({"x": tensor})["fetch_name_0"], classes)]
+            local({RECOGNIZER_INPUT: tensor})[RECOGNIZER_OUTPUT], classes)]
     client.close()
     assert len(served) == 31
     assert served == in_process

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+from ocr_contract.settings import ENGINE_CACHE_DIR
 
 from .int8 import int8_path, read_int8_record
 
@@ -35,7 +36,7 @@ ENVIRONMENT = {
     "performance_hint": "OCR_ENGINE_PERFORMANCE_HINT",
     "threads": "OCR_ENGINE_THREADS",
     "streams": "OCR_ENGINE_STREAMS",
-    "cache_dir": "OCR_ENGINE_CACHE_DIR",
+    "cache_dir": ENGINE_CACHE_DIR.name,
 }
 
 

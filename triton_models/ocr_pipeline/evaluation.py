@@ -18,6 +18,8 @@ from pathlib import Path
 
 from shapely.geometry import Polygon
 
+from .rates import f_score, precision, recall
+
 
 def polygon(points) -> Polygon:
     """A valid Shapely polygon from ``[[x, y], ...]`` or a flat ``[x0, y0, x1, y1, ...]``."""
@@ -51,12 +53,6 @@ def match(detections: list[Polygon], truths: list[Polygon], threshold: float) ->
     return pairs
 
 
-def f_score(matched: int, detected: int, expected: int) -> float:
-    """F-score of a matching: ``2 * matched / (detected + expected)``; 1.0 when both are empty."""
-    total = detected + expected
-    return 1.0 if total == 0 else 2.0 * matched / total
-
-
 #: IoU at which two box sets count as the same detection (box parity): far stricter than the
 #: ICDAR protocol's 0.5, so that a box that grew or shrank by a character does not pass.
 PARITY_IOU = 0.8
@@ -86,18 +82,17 @@ class DetectionScore:
     @property
     def precision(self) -> float:
         """matched / detections (1.0 when there is nothing to find and nothing found)."""
-        return self.matched / self.detections if self.detections else 1.0 if not self.truths else 0.0
+        return precision(self.matched, self.detections, self.truths)
 
     @property
     def recall(self) -> float:
         """matched / truths (1.0 when there is nothing to find)."""
-        return self.matched / self.truths if self.truths else 1.0
+        return recall(self.matched, self.truths)
 
     @property
     def hmean(self) -> float:
         """H-mean: the harmonic mean of precision and recall."""
-        p, r = self.precision, self.recall
-        return 2 * p * r / (p + r) if p + r else 0.0
+        return f_score(self.matched, self.detections, self.truths)
 
     def add(self, other: "DetectionScore") -> None:
         """Accumulate another image's counts (dataset totals are summed counts)."""

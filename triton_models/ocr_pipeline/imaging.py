@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import io
 import math
+import os
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import cv2
@@ -21,6 +23,7 @@ import numpy as np
 from ocr_contract.formats import ACCEPTED_FORMATS, is_pdf
 from ocr_contract.limits import PDF_DPI, PDF_RENDER_TIMEOUT_MS
 from ocr_contract.parameters import LONG_SIDE
+from ocr_contract.settings import read_str
 from PIL import Image, ImageCms, ImageOps
 
 from . import pdf_pages
@@ -225,6 +228,27 @@ def resized_size(width: int, height: int, long_side: int | None) -> tuple[int, i
         ratio = min(base / MAX_ASPECT / min(width, height),
                     math.sqrt(base * base / (width * height)))
     return max(1, int(width * ratio)), max(1, int(height * ratio)), ratio
+
+
+#: The canvases an image is padded onto: its own size rounded up to 32 (``fit``), or a
+#: ``long_side`` square so that any two requests can share a batch (``square``).
+FIT_CANVAS, SQUARE_CANVAS = "fit", "square"
+CANVASES = (FIT_CANVAS, SQUARE_CANVAS)
+
+
+def read_canvas(parameters: Mapping[str, str], environ: Mapping[str, str] = os.environ) -> str:
+    """The canvas this server pads onto: ``OCR_CANVAS`` in the environment, else the
+    ``canvas`` parameter of preprocess's config (``configs/batched.pbtxt`` sets ``square``),
+    else ``fit``. Read here, by preprocess, only: the recognize step's second detection of a
+    turned page takes preprocess's answer from its ``CANVAS`` output.
+
+    Raises:
+        ValueError: not one of :data:`CANVASES`.
+    """
+    canvas = read_str("OCR_CANVAS", parameters.get("canvas", FIT_CANVAS), environ)
+    if canvas not in CANVASES:
+        raise ValueError(f"canvas must be 'fit' or 'square', not {canvas!r}")
+    return canvas
 
 
 def resize_and_pad(rgb: np.ndarray, target_w: int, target_h: int, long_side: int,

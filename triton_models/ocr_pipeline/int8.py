@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ocr_contract.tensors import CRAFT_MODEL, REFINENET_MODEL
+
 from .weights import sha256_of
 
 #: The networks with an INT8 recipe (model repository folder -> the recipe's version, which a
 #: record must name: a model made by an older recipe is made again).
 RECIPE_VERSIONS = {
-    "craft": "craft-backbone-int8-2",
-    "refinenet": "refinenet-int8-1",
+    CRAFT_MODEL: "craft-backbone-int8-2",
+    REFINENET_MODEL: "refinenet-int8-1",
 }
 
 

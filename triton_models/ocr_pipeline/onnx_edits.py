@@ -15,9 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 
-#: Every edit by name: fetch_models records which ones made a file.
-EDITS = ("dynamic_batch", "uint8_image_input")
-
 
 def dynamic_batch(model) -> None:
     """Name dimension 0 of every graph input and output ``batch`` (in place)."""

@@ -57,7 +57,7 @@ def render_page(data: bytes, index: int, dpi: float, max_pixels: int | None,
 
     Raises:
         PdfDecodeError: PDFium cannot open the file (its error is in the message: a password,
-            a broken file) or the page does not exist.
+            a broken file), the page does not exist, or its page object cannot be loaded.
         PdfTooComplexError: drawing took longer than ``timeout_s``.
     """
     import pypdfium2 as pdfium
@@ -69,7 +69,10 @@ def render_page(data: bytes, index: int, dpi: float, max_pixels: int | None,
     try:
         if not 0 <= index < len(document):
             raise PdfDecodeError(f"the PDF has {len(document)} pages, no page {index + 1}")
-        page = document[index]
+        try:
+            page = document[index]
+        except pdfium.PdfiumError as exc:           # a broken page object: damaged file
+            raise PdfDecodeError(f"page {index + 1} cannot be read: {exc}") from exc
         try:
             width_pt, height_pt = page.get_size()
             if max_pixels:

@@ -51,6 +51,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ocr_contract.tensors import CRAFT_MODEL, REFINENET_MODEL
+
 from .int8 import RECIPE_VERSIONS, int8_path, int8_record, read_int8_record
 from .weights import sha256_of
 
@@ -80,9 +82,9 @@ class Recipe:
 
 
 RECIPES = (
-    Recipe("craft", (r"/basenet/slice1/.*", r"/basenet/slice4/slice4\.37/.*",
-                     r"/basenet/slice5/.*", r"/upconv\d/.*", r"/conv_cls/.*")),
-    Recipe("refinenet", (r"/last_conv/last_conv\.0/.*", r"/aspp\d/aspp\d\.6/.*")),
+    Recipe(CRAFT_MODEL, (r"/basenet/slice1/.*", r"/basenet/slice4/slice4\.37/.*",
+                         r"/basenet/slice5/.*", r"/upconv\d/.*", r"/conv_cls/.*")),
+    Recipe(REFINENET_MODEL, (r"/last_conv/last_conv\.0/.*", r"/aspp\d/aspp\d\.6/.*")),
 )
 
 
@@ -133,21 +135,23 @@ class CalibrationData:
     def craft(self) -> list[dict]:
         """CRAFT's inputs: each image prepared at each of :data:`CALIBRATION_LONG_SIDES`."""
         from . import imaging
+        from .detection import IMAGE
 
-        return [{"image": imaging.prepare_image(path.read_bytes(), side,
-                                                keep_original=False).tensor}
+        return [{IMAGE: imaging.prepare_image(path.read_bytes(), side,
+                                              keep_original=False).tensor}
                 for side in CALIBRATION_LONG_SIDES for path in self.images]
 
     def refinenet(self) -> list[dict]:
         """The link refiner's inputs: CRAFT's FP32 maps and features of every image at
         :data:`DOWNSTREAM_LONG_SIDE`."""
         from . import imaging
+        from .detection import FEATURES, IMAGE, MAPS
 
-        craft = self._engine("craft")
-        maps = (craft({"image": imaging.prepare_image(path.read_bytes(), DOWNSTREAM_LONG_SIDE,
-                                                       keep_original=False).tensor})
+        craft = self._engine(CRAFT_MODEL)
+        maps = (craft({IMAGE: imaging.prepare_image(path.read_bytes(), DOWNSTREAM_LONG_SIDE,
+                                                     keep_original=False).tensor})
                 for path in self.images)
-        return [{"y": m["y"], "feature": m["feature"]} for m in maps]
+        return [{MAPS: m[MAPS], FEATURES: m[FEATURES]} for m in maps]
 
     def of(self, network: str) -> list[dict]:
         return getattr(self, network)()

@@ -20,6 +20,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import rates
+
 #: Unicode blocks whose every character is a token: CJK ideographs (and extension A, the
 #: compatibility ideographs), hiragana, katakana, Hangul syllables and jamo.
 _CHARACTER_TOKEN_RANGES = (
@@ -72,16 +74,18 @@ class TextScore:
 
     @property
     def precision(self) -> float:
-        return self.matched / self.read if self.read else float(not self.expected)
+        """matched / read (1.0 when nothing was read and nothing expected)."""
+        return rates.precision(self.matched, self.read, self.expected)
 
     @property
     def recall(self) -> float:
-        return self.matched / self.expected if self.expected else 1.0
+        """matched / expected (1.0 when nothing was expected)."""
+        return rates.recall(self.matched, self.expected)
 
     @property
     def f_score(self) -> float:
-        p, r = self.precision, self.recall
-        return 2 * p * r / (p + r) if p + r else 0.0
+        """The harmonic mean of precision and recall."""
+        return rates.f_score(self.matched, self.read, self.expected)
 
     def add(self, other: "TextScore") -> None:
         """Accumulate another image's counts (totals are summed counts)."""

@@ -1,6 +1,7 @@
 """The ``tritonserver`` command line that serves this model repository, written once for the
 Triton container (``python3 -m ocr_pipeline.tritonserver``, its start command) and the embedded
-development server (``ocr_embedded.launcher``, which adds its own addresses and paths).
+development server (``ocr_embedded.launcher``, which adds its own addresses and paths). Its
+settings are read with :mod:`ocr_contract.settings`' readers.
 
 - Explicit model control: the ensemble (which loads its steps) and the models its BLS step
   calls (:data:`MODELS_AT_START`) are loaded at start; new versions are loaded later through
@@ -35,17 +36,18 @@ import shutil
 import sys
 from pathlib import Path
 
-from ocr_contract.tensors import BLS_CALLS, ENSEMBLE
+from ocr_contract.settings import TRITON_CACHE_BYTES, read_int, read_str
+from ocr_contract.tensors import BLS_ONLY_MODELS, ENSEMBLE
 
-#: Loaded at start: the ensemble, and the models its steps call through BLS (Triton loads an
-#: ensemble's steps with it, not the models a BLS model calls).
-MODELS_AT_START = (ENSEMBLE, *dict.fromkeys(m for called in BLS_CALLS.values() for m in called))
+#: Loaded at start: the ensemble (Triton loads its steps with it), and the models only its BLS
+#: step calls.
+MODELS_AT_START = (ENSEMBLE, *BLS_ONLY_MODELS)
 #: cpu: every model's config.pbtxt; the others: configs/<flavour>.pbtxt where a model has one.
 FLAVOURS = ("cpu", "batched", "gpu")
 #: The Python backend's shared-memory pool per model instance, and its growth step, bytes.
 PYTHON_SHM_BYTES = 64 * 1024 * 1024
-#: Local response cache, bytes (0 = off).
-CACHE_BYTES = 256 * 1024 * 1024
+#: Local response cache, bytes (0 = off): ``TRITON_CACHE_BYTES``'s default.
+CACHE_BYTES = TRITON_CACHE_BYTES.default
 #: Seconds tritonserver waits for in-flight inferences when told to stop.
 EXIT_TIMEOUT_S = 30
 
@@ -131,7 +133,7 @@ def container_server_dir(environ=os.environ) -> Path | None:
     Raises:
         ValueError: ``OCR_TRITON_SERVER`` is something else, or names a wheel that is absent.
     """
-    server = environ.get("OCR_TRITON_SERVER") or ""
+    server = read_str("OCR_TRITON_SERVER", "", environ)
     if server not in ("", "pytriton"):
         raise ValueError(f"OCR_TRITON_SERVER must be pytriton or unset, not {server!r}")
     if not server:
@@ -150,14 +152,14 @@ def container_arguments(environ=os.environ, extra: list[str] | None = None,
     Raises:
         ValueError: an unknown ``OCR_TRITON_FLAVOUR`` or a non-integer size.
     """
-    flavour = environ.get("OCR_TRITON_FLAVOUR") or "gpu"
-    flags = arguments(environ.get("TRITON_MODEL_REPOSITORY") or "/models", flavour,
-                      cache_bytes=int(environ.get("TRITON_CACHE_BYTES") or CACHE_BYTES),
-                      exit_timeout_s=int(environ.get("TRITON_EXIT_TIMEOUT_S") or EXIT_TIMEOUT_S),
+    flavour = read_str("OCR_TRITON_FLAVOUR", "gpu", environ)
+    flags = arguments(read_str("TRITON_MODEL_REPOSITORY", "/models", environ), flavour,
+                      cache_bytes=TRITON_CACHE_BYTES.read(environ),
+                      exit_timeout_s=read_int("TRITON_EXIT_TIMEOUT_S", EXIT_TIMEOUT_S, environ),
                       server_dir=server_dir)
     if flavour == "gpu":
         flags.append("--allow-gpu-metrics=true")
-    return flags + shlex.split(environ.get("TRITON_EXTRA_ARGS") or "") + list(extra or [])
+    return flags + shlex.split(read_str("TRITON_EXTRA_ARGS", "", environ)) + list(extra or [])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,8 +29,9 @@ from typing import Callable
 
 import numpy as np
 from ocr_contract.parameters import LINK_THRESHOLD, LONG_SIDE, LOW_TEXT, TEXT_THRESHOLD
+from ocr_contract.tensors import CRAFT_MODEL, RECOGNIZER_INPUT, REFINENET_MODEL
 
-from . import boxes, imaging, recognition
+from . import detection, imaging, recognition
 from .evaluation import parity_f
 
 #: Roles a network can be validated in (the ``validation`` model-config parameter).
@@ -136,13 +137,20 @@ class ValidationSet:
         return self.reference[name]["boxes"]
 
 
-def _boxes_of(prepared: imaging.PreparedImage, scores: np.ndarray, link: np.ndarray) -> list:
-    """Boxes in original-image pixels from one image's region score and link map, at the
-    contract's default thresholds."""
-    found, _ = boxes.detect_boxes(scores, link, TEXT_THRESHOLD.default, LINK_THRESHOLD.default,
-                                  LOW_TEXT.default)
-    return boxes.to_image_coordinates(found, prepared.ratio, prepared.width,
-                                      prepared.height).tolist()
+def _boxes_of(prepared: imaging.PreparedImage, maps: np.ndarray, link: np.ndarray) -> list:
+    """Boxes in original-image pixels from one image's score maps (float32 ``[1, 2, h, w]``)
+    and refined link (float32 ``[1, 1, h, w]``), at the contract's default thresholds
+    (:func:`ocr_pipeline.detection.postprocess`)."""
+    found, _ = detection.postprocess(maps, link, prepared.ratio, prepared.width, prepared.height,
+                                     TEXT_THRESHOLD.default, LINK_THRESHOLD.default,
+                                     LOW_TEXT.default)
+    return found.tolist()
+
+
+def _networks(detector, refiner) -> detection.RunModel:
+    """:data:`ocr_pipeline.detection.RunModel` on two engines in this process."""
+    engines = {CRAFT_MODEL: detector, REFINENET_MODEL: refiner}
+    return lambda model, inputs, outputs: engines[model](inputs)
 
 
 def _worst_parity(validation: ValidationSet, detect: Callable[[str], list]) -> Agreement:
@@ -179,9 +187,8 @@ def detector_validator(validation: ValidationSet, refiner) -> Validator:
     def check(candidate) -> Agreement:
         def detect(name: str) -> list:
             prepared = validation.prepared(name)
-            maps = candidate({"image": prepared.tensor})
-            link = refiner({"y": maps["y"], "feature": maps["feature"]})["y_refined"]
-            return _boxes_of(prepared, maps["y"][0, 0], link[0, 0])
+            return _boxes_of(prepared, *detection.score_maps(_networks(candidate, refiner),
+                                                             prepared.tensor))
         return _worst_parity(validation, detect)
     return _validator("detector", validation, check)
 
@@ -194,11 +201,13 @@ def link_refiner_validator(validation: ValidationSet, detector) -> Validator:
     def check(candidate) -> Agreement:
         def detect(name: str) -> list:
             prepared = validation.prepared(name)
-            if name not in maps:
-                maps[name] = detector({"image": prepared.tensor})
-            found = maps[name]
-            link = candidate({"y": found["y"], "feature": found["feature"]})["y_refined"]
-            return _boxes_of(prepared, found["y"][0, 0], link[0, 0])
+
+            def craft_once(inputs: dict) -> dict:
+                if name not in maps:
+                    maps[name] = detector(inputs)
+                return maps[name]
+            return _boxes_of(prepared, *detection.score_maps(_networks(craft_once, candidate),
+                                                             prepared.tensor))
         return _worst_parity(validation, detect)
     return _validator("link_refiner", validation, check)
 
@@ -215,7 +224,7 @@ def recognizer_validator(validation: ValidationSet, reference, classes: list[str
     expected: list[list[str]] = []
 
     def read(engine, tensor) -> list[str]:
-        output = engine({"x": tensor})
+        output = engine({RECOGNIZER_INPUT: tensor})
         return [r.text for r in recognition.ctc_greedy(next(iter(output.values())), classes)]
 
     def check(candidate) -> Agreement:

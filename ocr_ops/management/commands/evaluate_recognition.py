@@ -32,11 +32,10 @@ import tritonclient.grpc as grpcclient
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from ocr_contract.tensors import RECOGNIZER_INPUT, RECOGNIZER_MODEL, RECOGNIZER_OUTPUT
 from ocr_inference.client import TritonClient
 from ocr_inference.errors import InferenceError
 
-#: The recognizer model and its tensors (triton_models/repository/recognizer/config.pbtxt).
-RECOGNIZER, RECOGNIZER_INPUT, RECOGNIZER_OUTPUT = "recognizer", "x", "fetch_name_0"
 
 
 class Command(BaseCommand):
@@ -158,7 +157,7 @@ class Command(BaseCommand):
         """Word crops through the served recognizer (the pipeline's own preprocessing and
         decoding, the repository's dictionary)."""
         labels = json.loads(_read(folder / "labels.json"))["data_list"]
-        dictionary = Path(settings.TRITON_MODEL_REPOSITORY) / RECOGNIZER / "1" / "dict.txt"
+        dictionary = Path(settings.TRITON_MODEL_REPOSITORY) / RECOGNIZER_MODEL / "1" / "dict.txt"
         classes = self.recognition.load_dictionary(dictionary)
         raw = grpcclient.InferenceServerClient(url)
         rows = []
@@ -170,7 +169,7 @@ class Command(BaseCommand):
                 request = grpcclient.InferInput(RECOGNIZER_INPUT, list(tensor.shape), "FP32")
                 request.set_data_from_numpy(tensor)
                 try:
-                    output = raw.infer(RECOGNIZER, [request]).as_numpy(RECOGNIZER_OUTPUT)
+                    output = raw.infer(RECOGNIZER_MODEL, [request]).as_numpy(RECOGNIZER_OUTPUT)
                 except Exception as exc:  # noqa: BLE001 - tritonclient's errors, reported
                     raise CommandError(f"the recognizer failed on {entry['img_path']}: {exc}")
                 reading = self.recognition.ctc_greedy(output, classes)[0]

@@ -1,11 +1,14 @@
-"""postprocess: CRAFT score maps -> boxes in original-image pixels (ocr_pipeline.boxes); their
-reading order is the recognize step's (it depends on the page's angle)."""
+"""postprocess: CRAFT score maps -> boxes in original-image pixels
+(ocr_pipeline.detection.postprocess); their reading order is the recognize step's (it depends
+on the page's angle)."""
 
 import triton_python_backend_utils as pb_utils
 from ocr_contract.errors import INVALID_PARAMETER
 from ocr_contract.parameters import LINK_THRESHOLD, LOW_TEXT, REFINE, TEXT_THRESHOLD, ParameterError
 
-from ocr_pipeline import boxes, params
+from ocr_pipeline import detection, params
+from ocr_pipeline.detection import (POST_BOXES, POST_LINK, POST_MAPS, POST_RATIO, POST_SCORES,
+                                    POST_SIZE)
 from ocr_pipeline.triton_python import optional_input, refusal
 
 
@@ -24,14 +27,10 @@ class TritonPythonModel:
         except ParameterError as exc:
             return refusal(INVALID_PARAMETER, str(exc), exc.field)
         refine = params.read(REFINE, optional_input(request, REFINE.tensor))
-
-        score_maps = optional_input(request, "SCORE_MAPS")[0]
-        link = optional_input(request, "REFINED_LINK")[0, 0] if refine else score_maps[1]
-        ratio = float(optional_input(request, "RESIZE_RATIO")[0])
-        width, height = (int(v) for v in optional_input(request, "IMAGE_SIZE"))
-
-        found, scores = boxes.detect_boxes(score_maps[0], link, text_threshold,
-                                           link_threshold, low_text)
-        found = boxes.to_image_coordinates(found, ratio, width, height)
+        width, height = (int(v) for v in optional_input(request, POST_SIZE))
+        found, scores = detection.postprocess(
+            optional_input(request, POST_MAPS), optional_input(request, POST_LINK),
+            float(optional_input(request, POST_RATIO)[0]), width, height,
+            text_threshold, link_threshold, low_text, refine)
         return pb_utils.InferenceResponse(output_tensors=[
-            pb_utils.Tensor("BOXES", found), pb_utils.Tensor("SCORES", scores)])
+            pb_utils.Tensor(POST_BOXES, found), pb_utils.Tensor(POST_SCORES, scores)])

@@ -1,7 +1,5 @@
 """preprocess: encoded image bytes -> the normalised CRAFT input (ocr_pipeline.imaging)."""
 
-import os
-
 import numpy as np
 import triton_python_backend_utils as pb_utils
 from ocr_contract.errors import (DOCUMENT_TOO_COMPLEX, DOCUMENT_UNDECODABLE, IMAGE_TOO_LARGE,
@@ -17,15 +15,15 @@ from ocr_pipeline.triton_python import model_parameters, optional_input, refusal
 class TritonPythonModel:
     """``IMAGE_BYTES [1]`` (+ optional ``LONG_SIDE``, ``RECOGNIZE``, ``PAGE``) -> ``image
     [1,H,W,3]`` uint8, ``RESIZE_RATIO [1]``, ``IMAGE_SIZE [2]``, ``ORIGINAL_IMAGE [H,W,3]``
-    (empty when not recognizing). Bad bytes fail only their request (INVALID_ARG)."""
+    (empty when not recognizing), ``CANVAS [1]`` (the canvas used, for recognize's second
+    detection of a turned page). Bad bytes fail only their request (INVALID_ARG)."""
 
     def initialize(self, args):
         # Limits are the gateway's settings of the same names (ocr_contract.limits).
         self.max_pixels = MAX_PIXELS.read()
-        canvas = os.environ.get("OCR_CANVAS") or model_parameters(args).get("canvas", "fit")
-        if canvas not in ("fit", "square"):
-            raise ValueError(f"canvas must be 'fit' or 'square', not {canvas!r}")
-        self.square_canvas = canvas == "square"
+        canvas = imaging.read_canvas(model_parameters(args))
+        self.square_canvas = canvas == imaging.SQUARE_CANVAS
+        self.canvas = np.array([canvas.encode()], dtype=object)
         pb_utils.Logger.log_info(f"preprocess: canvas {canvas}, max_pixels {self.max_pixels}, "
                                  f"long_side in {LONG_SIDE.bounds()}")
 
@@ -61,4 +59,5 @@ class TritonPythonModel:
             # Only the recognize step reads it: not made when nothing will be read.
             pb_utils.Tensor("ORIGINAL_IMAGE", prepared.original if recognize
                             else np.zeros((0, 0, 3), np.uint8)),
+            pb_utils.Tensor("CANVAS", self.canvas),
         ])

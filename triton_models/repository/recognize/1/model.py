@@ -2,7 +2,6 @@
 angle (ocr_pipeline.orientation), the text of every box, the reading order in the text's own
 frame, and the whole text (BLS over the recognizer and tesseract models; see config.pbtxt)."""
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -12,27 +11,26 @@ from ocr_contract.languages import TESSERACT
 from ocr_contract.parameters import (LANGUAGE, LINK_THRESHOLD, LONG_SIDE, LOW_TEXT,
                                      ORIENTATION, ORIENTATION_AUTO, RECOGNIZE, REFINE,
                                      TEXT_THRESHOLD, ParameterError)
-from ocr_contract.tensors import RECOGNIZER_MODEL as RECOGNIZER
+from ocr_contract.tensors import RECOGNIZER_INPUT, RECOGNIZER_MODEL, RECOGNIZER_OUTPUT
 from ocr_contract.tensors import TESSERACT_MODEL
 
-from ocr_pipeline import (imaging, orientation, params, reading_order, recognition, routing,
-                          tesseract)
+from ocr_pipeline import (detection, imaging, orientation, params, reading_order, recognition,
+                          routing, tesseract)
 from ocr_pipeline.recognition import Reading
 from ocr_pipeline.triton_python import model_parameters, optional_input, refusal
 
 
 class TritonPythonModel:
-    """``ORIGINAL_IMAGE``, ``BOXES`` (+ optional ``RECOGNIZE``, ``LANGUAGE``, ``ORIENTATION``)
-    -> ``ORIENTED_BOXES``, ``ANGLE``, ``TEXTS``, ``TEXT_SCORES``, ``TEXT`` and the reading
-    order (``READING_ORDER``, ``LINE_OF_BOX``, ``LINE_BOXES``, ``PARAGRAPH_OF_LINE``)."""
+    """``ORIGINAL_IMAGE``, ``BOXES``, ``SCORES``, ``CANVAS`` (+ optional ``RECOGNIZE``,
+    ``LANGUAGE``, ``ORIENTATION`` and the detection parameters) -> ``ORIENTED_BOXES``,
+    ``ANGLE``, ``TEXTS``, ``TEXT_SCORES``, ``TEXT`` and the reading order (``READING_ORDER``,
+    ``LINE_OF_BOX``, ``LINE_BOXES``, ``PARAGRAPH_OF_LINE``)."""
 
     def initialize(self, args):
         self.batch = int(model_parameters(args)["recognizer_batch"])
         # The recognizer's versions live beside this model; each holds its dictionary.
-        self.recognizer_dir = Path(args["model_repository"]).parent / RECOGNIZER
+        self.recognizer_dir = Path(args["model_repository"]).parent / RECOGNIZER_MODEL
         self.dictionaries: dict[int, list[str]] = {}
-        # A turned page is detected again here: on preprocess's canvas (its OCR_CANVAS).
-        self.square_canvas = os.environ.get("OCR_CANVAS") == "square"
 
     def execute(self, requests):
         return [self._one(request) for request in requests]
@@ -87,32 +85,22 @@ class TritonPythonModel:
                          reading_order.full_text(texts, lines), lines, polygons, paragraphs)
 
     def _detect(self, request, image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The detection steps again (craft, refinenet, postprocess through BLS) on ``image``
-        (uint8 ``[H, W, 3]``), at the request's working size and thresholds.
+        """The detection chain again (:func:`ocr_pipeline.detection.detect`: craft, refinenet
+        when REFINE, postprocess, through BLS) on ``image`` (uint8 ``[H, W, 3]``), at the
+        request's working size and thresholds, on the canvas preprocess used (its ``CANVAS``).
 
         Returns:
             float32 ``[N, 4, 2]`` boxes in ``image``'s pixels, float32 ``[N]`` their scores.
         """
         sent_side = optional_input(request, LONG_SIDE.tensor)
         side = None if sent_side is None else params.read(LONG_SIDE, sent_side)
-        prepared = imaging.prepare_pixels(image, side, self.square_canvas)
-        maps, features = _call("craft", [pb_utils.Tensor("image", prepared.tensor)],
-                               ["y", "feature"])
-        extra = [pb_utils.Tensor(name, value) for name, value in (
-            (parameter.tensor, optional_input(request, parameter.tensor))
-            for parameter in (TEXT_THRESHOLD, LINK_THRESHOLD, LOW_TEXT, REFINE))
-            if value is not None]
-        refine = params.read(REFINE, optional_input(request, REFINE.tensor))
-        link = _call("refinenet", [pb_utils.Tensor("y", maps), pb_utils.Tensor(
-            "feature", features)], ["y_refined"])[0] if refine else \
-            np.zeros((1, 1) + maps.shape[2:], np.float32)
-        boxes, scores = _call("postprocess", [
-            pb_utils.Tensor("SCORE_MAPS", maps), pb_utils.Tensor("REFINED_LINK", link),
-            pb_utils.Tensor("RESIZE_RATIO", np.array([prepared.ratio], np.float32)),
-            pb_utils.Tensor("IMAGE_SIZE", np.array([prepared.width, prepared.height], np.int32)),
-            *extra],
-            ["BOXES", "SCORES"])
-        return boxes.reshape(-1, 4, 2), scores.reshape(-1)
+        canvas = bytes(optional_input(request, "CANVAS").reshape(-1)[0]).decode()
+        prepared = imaging.prepare_pixels(image, side, canvas == imaging.SQUARE_CANVAS)
+        sent = {parameter.tensor: optional_input(request, parameter.tensor)
+                for parameter in (TEXT_THRESHOLD, LINK_THRESHOLD, LOW_TEXT, REFINE)}
+        refine = params.read(REFINE, sent[REFINE.tensor])
+        return detection.detect(_run, prepared, refine,
+                                {name: value for name, value in sent.items() if value is not None})
 
     def _read(self, image: np.ndarray, boxes: np.ndarray, route: routing.Route,
               known: list[Reading] | None = None) -> list[Reading]:
@@ -134,8 +122,8 @@ class TritonPythonModel:
         widths = [recognition.resized_width(crop) for crop in crops]
         for batch in recognition.plan_batches(widths, self.batch):
             tensor = recognition.batch_tensor([crops[i] for i in batch])
-            probabilities = _call(RECOGNIZER, [pb_utils.Tensor("x", tensor)],
-                                  ["fetch_name_0"])[0]
+            probabilities = _call(RECOGNIZER_MODEL, [pb_utils.Tensor(RECOGNIZER_INPUT, tensor)],
+                                  [RECOGNIZER_OUTPUT])[0]
             classes = self._dictionary(probabilities.shape[-1])
             for i, reading in zip(batch, recognition.ctc_greedy(probabilities, classes)):
                 readings[i] = reading
@@ -187,6 +175,14 @@ def _call(model: str, inputs: list, outputs: list[str]) -> list[np.ndarray]:
     if response.has_error():
         raise pb_utils.TritonModelException(f"{model}: {response.error().message()}")
     return [pb_utils.get_output_tensor_by_name(response, name).as_numpy() for name in outputs]
+
+
+def _run(model: str, inputs: dict[str, np.ndarray], outputs: tuple[str, ...]
+         ) -> dict[str, np.ndarray]:
+    """:data:`ocr_pipeline.detection.RunModel` through BLS (:func:`_call`)."""
+    arrays = _call(model, [pb_utils.Tensor(name, value) for name, value in inputs.items()],
+                   list(outputs))
+    return dict(zip(outputs, arrays))
 
 
 def _response(boxes: np.ndarray, scores: np.ndarray, angle: int, texts: list[str],

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from ..answer import Answer
+
 XHTML = "http://www.w3.org/1999/xhtml"
 CAPABILITIES = "ocr_page ocr_par ocr_line ocrx_word ocrp_wconf"
 
@@ -21,21 +23,10 @@ def _bbox(points: list) -> str:
     return f"bbox {round(min(xs))} {round(min(ys))} {round(max(xs))} {round(max(ys))}"
 
 
-def pages_of(answer: dict) -> list[dict]:
-    """The pages of an answer (``POST /api/ocr``'s body): a document's ``pages``, or an image
-    as its one page."""
-    if "pages" in answer:
-        return answer["pages"]
-    image = answer["image"]
-    return [{**answer, "page": 1, "width": image["width"], "height": image["height"]}]
-
-
-def render(answer: dict, dpis: list[float | None] | None = None) -> bytes:
-    """The hOCR document of an answer.
-
-    Args:
-        answer: the JSON answer (:func:`ocr_api.documents.document_body`).
-        dpis: per page, the resolution it was read at (PDF pages), else None.
+def render(answer: Answer) -> bytes:
+    """The hOCR document of an answer: one ``ocr_page`` per page of :attr:`Answer.pages
+    <ocr_api.answer.Answer.pages>`, with ``scan_res`` where the page was rendered at a
+    resolution (:attr:`Answer.dpis <ocr_api.answer.Answer.dpis>`, a PDF's pages).
 
     Returns:
         UTF-8 XHTML bytes.
@@ -48,8 +39,7 @@ def render(answer: dict, dpis: list[float | None] | None = None) -> bytes:
     ET.SubElement(head, "meta", {"name": "ocr-system", "content": "ocr-gateway"})
     ET.SubElement(head, "meta", {"name": "ocr-capabilities", "content": CAPABILITIES})
     body = ET.SubElement(html, "body")
-    for number, page in enumerate(pages_of(answer)):
-        dpi = (dpis or [None] * (number + 1))[number]
+    for number, (page, dpi) in enumerate(zip(answer.pages, answer.dpis)):
         title = f"bbox 0 0 {page['width']} {page['height']}; ppageno {number}"
         if dpi:
             title += f"; scan_res {round(dpi)} {round(dpi)}"

@@ -1,7 +1,8 @@
 """Reading OCR uploads out of a DRF request: the image bytes and the parameters.
 
 Sizes are checked before and while reading (``OCR_MAX_UPLOAD_BYTES``); nothing here looks
-inside the image (that is :mod:`ocr_api.image_probe`).
+inside the image (that is :mod:`ocr_api.intake.image_probe` and
+:mod:`ocr_api.intake.documents`).
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from django.conf import settings
 from ocr_contract.limits import BODY_OVER_LIMIT_HEADER, MULTIPART_SLACK_BYTES
 from rest_framework.settings import api_settings
 
-from . import errors
-from .serializers import OcrParametersSerializer
+from .. import errors
+from ..serializers import OcrParametersSerializer
 
 #: ``request.META`` key of :data:`~ocr_contract.limits.BODY_OVER_LIMIT_HEADER`.
 _OVER_LIMIT_META = "HTTP_" + BODY_OVER_LIMIT_HEADER.upper().replace("-", "_")

@@ -1,14 +1,13 @@
-"""Opening an upload as a document (ocr_api.documents) and the hOCR of an answer
-(ocr_api.hocr), without Triton."""
+"""Opening an upload as a document (ocr_api.intake.documents), without Triton."""
 
 import io
-import xml.etree.ElementTree as ET
 
 import pypdfium2 as pdfium
 import pytest
 from PIL import Image
 
-from ocr_api import documents, errors, hocr
+from ocr_api import errors
+from ocr_api.intake import documents
 from tests.helpers import DATA, IMAGES
 
 
@@ -66,24 +65,3 @@ def test_a_multi_page_tiff_sends_the_whole_file_with_the_page():
 def test_what_cannot_be_read_is_refused_by_its_code(data, error):
     with pytest.raises(error):
         documents.open_document(data, 10)
-
-
-def test_hocr_escapes_text_and_nests_pages_paragraphs_lines_and_words():
-    answer = {"image": {"width": 100, "height": 50, "format": "PNG"},
-              "boxes": [{"points": [[1, 2], [40, 2], [40, 12], [1, 12]], "score": 0.9,
-                         "text": "a<b&c", "text_score": 0.876},
-                        {"points": [[45, 2], [90, 3], [90, 13], [45, 12]], "score": 0.8,
-                         "text": "d", "text_score": 0.5}],
-              "lines": [{"points": [[1, 2], [90, 2], [90, 13], [1, 13]], "boxes": [0, 1],
-                         "text": "a<b&c d"}],
-              "paragraphs": [{"points": [[1, 2], [90, 2], [90, 13], [1, 13]], "lines": [0],
-                              "text": "a<b&c d"}]}
-    root = ET.fromstring(hocr.render(answer))
-    ns = "{http://www.w3.org/1999/xhtml}"
-    page = root.find(f".//{ns}div[@class='ocr_page']")
-    assert page.get("title") == "bbox 0 0 100 50; ppageno 0"
-    line = page.find(f"./{ns}p[@class='ocr_par']/{ns}span[@class='ocr_line']")
-    assert line.get("title") == "bbox 1 2 90 13; baseline 0 0; x_size 11"
-    words = line.findall(f"./{ns}span[@class='ocrx_word']")
-    assert [(w.text, w.get("title")) for w in words] == [
-        ("a<b&c", "bbox 1 2 40 12; x_wconf 88"), ("d", "bbox 45 2 90 13; x_wconf 50")]

@@ -7,8 +7,8 @@ Each line is one text object (:func:`_line`): turned the nearest quarter turn to
 words run (the answer's 4 points, the first two along the text, whichever way up), its words
 on one baseline at the line's bottom, the font size the line's height; each word spans its
 box's extent along the line (the horizontal scaling ``Tz`` spreads its characters) and is
-followed by a space. The font is :mod:`ocr_api.glyphless_font` as a Type 0 font with
-``Identity-H`` encoding: each distinct character of the document gets a 2-byte code, the
+followed by a space. The font is :mod:`ocr_api.formats.glyphless_font` as a Type 0 font
+with ``Identity-H`` encoding: each distinct character of the document gets a 2-byte code, the
 ``ToUnicode`` CMap maps every code back to its character (outside the BMP as a UTF-16 pair),
 and the ``CIDToGIDMap`` maps every code to the font's box glyph, which is never painted. So
 every script is extractable, with no font for it.
@@ -55,8 +55,9 @@ def text_pdf(pages: list[dict], dpis: list[float]) -> pikepdf.Pdf:
     """A PDF with one page per answer page, holding only its invisible words.
 
     Args:
-        pages: the answer's pages (:func:`ocr_api.hocr.pages_of`): ``width`` and ``height`` in
-            pixels, ``boxes`` with ``points`` in those pixels and ``text``, ``lines``.
+        pages: the answer's pages (:attr:`ocr_api.answer.Answer.pages`): ``width`` and
+            ``height`` in pixels, ``boxes`` with ``points`` in those pixels and ``text``,
+            ``lines``.
         dpis: per page, the resolution its pixels are at: page ``i`` is
             ``width * 72 / dpis[i]`` by ``height * 72 / dpis[i]`` points.
 

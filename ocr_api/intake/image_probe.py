@@ -16,7 +16,7 @@ from ocr_contract.formats import ACCEPTED_FORMATS, ACCEPTED_FORMATS_TEXT, report
 from PIL import Image
 from pi_heif import register_heif_opener
 
-from . import errors
+from .. import errors
 
 register_heif_opener()
 Image.init()

@@ -1,6 +1,7 @@
-"""The searchable PDF's text layer (ocr_api.text_layer, ocr_api.glyphless_font), read back by
-independent readers: FreeType (through Pillow) loads the font; poppler (pdftotext, pdffonts,
-pdftoppm) and PDFium (pypdfium2) find every word where it was put, and paint nothing."""
+"""The searchable PDF's text layer (ocr_api.formats.text_layer, ocr_api.formats.glyphless_font),
+read back by independent readers: FreeType (through Pillow) loads the font; poppler (pdftotext,
+pdffonts, pdftoppm) and PDFium (pypdfium2) find every word where it was put, and paint
+nothing."""
 
 import io
 import math
@@ -13,7 +14,7 @@ import pypdfium2 as pdfium
 import pytest
 from PIL import Image, ImageFont
 
-from ocr_api import glyphless_font, text_layer
+from ocr_api.formats import glyphless_font, text_layer
 from tests.helpers import pdftotext, pdftotext_words
 
 DPI = 200.0                      # 0.36 points per pixel

@@ -2,8 +2,8 @@
 invisible text layer at their positions, so PDF viewers select and find them and ``pdftotext``
 extracts them.
 
-The text layer is :mod:`ocr_api.text_layer`'s: one page of invisible words per page of the
-answer. Each text page is laid over the page it belongs to with pikepdf
+The text layer is :mod:`ocr_api.formats.text_layer`'s: one page of invisible words per page of
+the answer. Each text page is laid over the page it belongs to with pikepdf
 (``Page.add_overlay``): a PDF comes back with its own pages, content untouched (a page that
 has text of its own, a born-digital one, gets no second copy of its words); an image becomes a
 page holding the image unchanged (img2pdf embeds JPEG and PNG bytes as they
@@ -17,16 +17,23 @@ import io
 from ocr_contract.formats import PDF
 from PIL import Image, ImageOps
 
-from . import hocr
-from .documents import Document
+from ..answer import Answer
+from ..intake.documents import Document
 
 #: Resolution an image page is laid out at when its file names none (its pixels are kept; only
 #: the page's size in inches depends on it).
 DEFAULT_IMAGE_DPI = 96.0
 
 
-def render(answer: dict, document: Document) -> bytes:
-    """The searchable PDF of ``document`` with ``answer`` (its JSON answer) as text layer.
+def render(answer: Answer) -> bytes:
+    """The searchable PDF of what ``answer`` answers (its document), with the answer's pages
+    as the text layer: a PDF's own pages at the size they have (each page's words placed at
+    the resolution it was read at, :attr:`Answer.dpis <ocr_api.answer.Answer.dpis>`), or an
+    image's frames as pages at the image's own dpi (:data:`DEFAULT_IMAGE_DPI` when it names
+    none).
+
+    Returns:
+        the PDF's bytes.
 
     Raises:
         ValueError: the answer and the document do not have the same pages.
@@ -35,20 +42,19 @@ def render(answer: dict, document: Document) -> bytes:
 
     from . import text_layer
 
-    pages = hocr.pages_of(answer)
+    document, pages = answer.document, answer.pages
     if len(pages) != document.page_count:
         raise ValueError(f"{len(pages)} pages answered for {document.page_count} sent")
     if document.format == PDF:
         base = pikepdf.open(io.BytesIO(document.data))
-        dpis = [72.0 * page["width"] / points[0]
-                for page, points in zip(pages, document.page_points)]
+        dpis = answer.dpis
         searchable = _pages_with_text(document.data)
     else:
         dpi = _image_dpi(document.data)
         base = pikepdf.open(io.BytesIO(_image_pdf(document, dpi)))
         dpis = [dpi] * len(pages)
         searchable = [False] * len(pages)
-    with base, text_layer.text_pdf(pages, dpis) as text:
+    with base, text_layer.text_pdf(list(pages), dpis) as text:
         for page, layer, has_text in zip(base.pages, text.pages, searchable):
             if not has_text:      # a page with text of its own is searchable already
                 page.add_overlay(layer)
@@ -76,6 +82,8 @@ def _pages_with_text(data: bytes) -> list[bool]:
 
 
 def _image_dpi(data: bytes) -> float:
+    """The horizontal dpi an image file names, when plausible (at least 10); else
+    :data:`DEFAULT_IMAGE_DPI`."""
     with Image.open(io.BytesIO(data)) as image:
         dpi = image.info.get("dpi")
     try:
