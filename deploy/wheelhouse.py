@@ -44,6 +44,10 @@ LOCAL_PROJECTS = ("contract", ".", "triton_models")
 #: deploy/Dockerfile.triton in every flavour (``./contract ./triton_models[...]``). An offline
 #: build of a Dockerfile that installs more fails with pip's "No matching distribution".
 IMAGE_INSTALLS = ("./contract", ".", "./triton_models[cpu,quantize,tritonserver]")
+#: What the images' Python (Debian 12's 3.11.2) needs beyond what a newer host Python resolves
+#: to: pip evaluates environment markers with the host's interpreter, and redis-py requires
+#: ``async-timeout`` only below Python 3.11.3.
+IMAGE_PYTHON_EXTRAS = ("async-timeout>=4.0.3",)
 
 
 def build_requirements() -> list[str]:
@@ -71,7 +75,8 @@ def resolve(constraints: Path) -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
         pip("install", "--quiet", "--dry-run", "--ignore-installed", "--report", str(report),
-            "--constraint", str(constraints), "pip", *build_requirements(), *IMAGE_INSTALLS)
+            "--constraint", str(constraints), "pip", *build_requirements(), *IMAGE_INSTALLS,
+            *IMAGE_PYTHON_EXTRAS)
         installs = json.loads(report.read_text())["install"]
     # A local project's download_info is its directory (dir_info), every other one's a file.
     return [f"{item['metadata']['name']}=={item['metadata']['version']}" for item in installs
