@@ -8,7 +8,7 @@ import re
 
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema_field
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema_field
 from ocr_contract.errors import ERROR_CODES
 from ocr_contract.limits import Limit
 from ocr_contract.parameters import LANGUAGE, PARAMETERS, Parameter, ParameterError
@@ -139,6 +139,15 @@ SINGLE_UPLOAD_REQUEST = {
     # "image/*" as an unsupported content type).
     "application/octet-stream": OpenApiTypes.BINARY,
 }
+
+
+def jobs_link_header(status: int) -> OpenApiParameter:
+    """The ``Link: </api/jobs>; rel="alternate"`` response header of a ``too_many_pages``
+    refusal (:func:`ocr_api.views.base.refusal_for_sync`), documented on the response with
+    ``status`` (413 for ``POST /api/ocr``, 200 for a batch with such an item)."""
+    return OpenApiParameter("Link", str, OpenApiParameter.HEADER, response=[status],
+                            description='With `too_many_pages`: `</api/jobs>; '
+                                        'rel="alternate"`, where a longer document goes.')
 
 
 def error_responses(*statuses: int, notes: dict[int, str] | None = None) -> dict:

@@ -22,19 +22,23 @@ def _raw(name: str, environ: Mapping[str, str]) -> str:
     return (environ.get(name) or "").strip()
 
 
+def _converted(name: str, default, environ: Mapping[str, str], convert, kind: str):
+    value = _raw(name, environ)
+    if not value:
+        return default
+    try:
+        return convert(value)
+    except ValueError:
+        raise ValueError(f"{name} must be {kind}, not {value!r}") from None
+
+
 def read_int(name: str, default: int, environ: Mapping[str, str] = os.environ) -> int:
     """``environ[name]`` as an int, or ``default`` when it is unset or empty.
 
     Raises:
         ValueError: the variable is set to something that is not an integer.
     """
-    value = _raw(name, environ)
-    if not value:
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"{name} must be an integer, not {value!r}") from None
+    return _converted(name, default, environ, int, "an integer")
 
 
 def read_float(name: str, default: float, environ: Mapping[str, str] = os.environ) -> float:
@@ -43,13 +47,7 @@ def read_float(name: str, default: float, environ: Mapping[str, str] = os.enviro
     Raises:
         ValueError: the variable is set to something that is not a number.
     """
-    value = _raw(name, environ)
-    if not value:
-        return default
-    try:
-        return float(value)
-    except ValueError:
-        raise ValueError(f"{name} must be a number, not {value!r}") from None
+    return _converted(name, default, environ, float, "a number")
 
 
 def read_str(name: str, default: str, environ: Mapping[str, str] = os.environ) -> str:

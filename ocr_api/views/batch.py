@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
@@ -15,7 +15,7 @@ from .. import errors, inference
 from ..answer import build_answer
 from ..intake import documents, uploads
 from ..serializers import (ErrorDetailSerializer, ModelSerializer, OcrAnswerSerializer,
-                           OcrParametersSerializer, error_responses)
+                           OcrParametersSerializer, error_responses, jobs_link_header)
 from .base import OcrEndpoint, jobs_link, record_results, refusal_for_sync
 
 
@@ -102,10 +102,7 @@ class OcrBatchView(OcrEndpoint):
             "(its own `status` and `error`). A document over OCR_MAX_PAGES pages is an item "
             "413 `too_many_pages` whose message names `POST /api/jobs`; the response then has "
             "`Link: </api/jobs>; rel=\"alternate\"`."),
-        parameters=[OcrParametersSerializer,
-                    OpenApiParameter("Link", str, OpenApiParameter.HEADER, response=[200],
-                                     description='When an item is `too_many_pages`: '
-                                                 '`</api/jobs>; rel="alternate"`.')],
+        parameters=[OcrParametersSerializer, jobs_link_header(200)],
         request={"multipart/form-data": {"type": "object", "properties": {
             "images": {"type": "array", "items": {"type": "string", "format": "binary"}}},
             "required": ["images"]}},

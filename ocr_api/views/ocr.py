@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 
 from django.conf import settings
-from drf_spectacular.utils import (OpenApiExample, OpenApiParameter, OpenApiResponse,
-                                   extend_schema)
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from ocr_contract.formats import ACCEPTED_FORMATS_TEXT
 from ocr_contract.parameters import RECOGNIZE
 
@@ -16,7 +15,7 @@ from ..answer import build_answer
 from ..formats.renderers import RESULT_RENDERERS, AnswerResponse, FormatNegotiation
 from ..intake import documents, uploads
 from ..serializers import (SINGLE_UPLOAD_REQUEST, TOO_MANY_PAGES_NOTE, OcrParametersSerializer,
-                           OcrResponseSerializer, error_responses)
+                           OcrResponseSerializer, error_responses, jobs_link_header)
 from .base import OcrEndpoint, record_results, refusal_for_sync
 
 #: A real answer (tests/data/images/korean.png with language=ko), the schema's example; the
@@ -84,11 +83,7 @@ class OcrView(OcrEndpoint):
             "clockwise from the top-left. The answer comes as JSON, or with `format=text`, "
             "`format=hocr` (hOCR 1.2) or `format=pdf` (a searchable PDF of what was sent), or "
             "by the `Accept` header; errors are always JSON."),
-        parameters=[OcrParametersSerializer,
-                    OpenApiParameter("Link", str, OpenApiParameter.HEADER, response=[413],
-                                     description='With `too_many_pages`: `</api/jobs>; '
-                                                 'rel="alternate"`, where a longer document '
-                                                 'goes.')],
+        parameters=[OcrParametersSerializer, jobs_link_header(413)],
         request=SINGLE_UPLOAD_REQUEST,
         responses={200: OpenApiResponse(OcrResponseSerializer, examples=[
             OpenApiExample("korean.png, language=ko", value=EXAMPLE_ANSWER)]),
