@@ -61,6 +61,20 @@ bench-engines: setup
 bench-documents: setup
 	$(BIN)/python -m bench.documents $(BENCH_ARGS)
 
+# make bench-words - set up, then word-box quality (drawn letters at 0/90/180/270, ICDAR 2015
+# words) and the cost of words beside HEAD's model files; results in bench/results/.
+.PHONY: bench-words
+bench-words: setup
+	$(BIN)/python -m bench.words $(BENCH_ARGS)
+
+# make bench-jobs - set up, then issue 32's targets on make serve's setup with the broker and
+# job workers: 4 dense pages and "cardinal" through /api/ocr, the 413 over OCR_MAX_PAGES, a
+# 100-page job's pages/s against the same pages one by one, and polling p50 (about 35 minutes
+# on 2 cores; BENCH_ARGS="--pages 20" for a shorter one). Results in bench/results/jobs.md.
+.PHONY: bench-jobs
+bench-jobs: check-serve setup
+	$(BIN)/python -m bench.jobs $(BENCH_ARGS)
+
 # make soak - set up, then 10 minutes of mixed valid and invalid uploads at concurrency 16
 # against make serve's setup (embedded Triton, gunicorn, the nginx proxy): requests, 5xx,
 # p50/p99, the memory of every gunicorn worker and Triton stub, audit rows versus requests.

@@ -91,6 +91,7 @@ INSTALLED_APPS = [
     "ocr_admin",
     "ocr_ops",
     "ocr_jobs",
+    "ocr_vision",
 ]
 
 MIDDLEWARE = [
@@ -189,6 +190,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["ocr_api.authentication.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["ocr_api.authentication.HasApiKey"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "ocr_api.formats.renderers.FormatNegotiation",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "ocr_api.error_handlers.exception_handler",
     "UNAUTHENTICATED_USER": None,
@@ -197,7 +199,11 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "OCR gateway API",
     "DESCRIPTION": "Find and read the text in images: CRAFT + LinkRefiner detection, "
-                   "PP-OCRv6 and Tesseract recognition, served by NVIDIA Triton.",
+                   "PP-OCRv6 and Tesseract recognition, served by NVIDIA Triton.\n\n"
+                   "Every error is JSON, `{\"error\": {\"code\", \"message\", "
+                   "\"field\"?}, \"request_id\"}`, whatever format was asked; besides the "
+                   "statuses each operation lists, a path not here answers 404 `not_found` "
+                   "and a method an endpoint lacks 405 `method_not_allowed`.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],

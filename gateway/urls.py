@@ -15,6 +15,7 @@ from ocr_api.views.demo import demo_page
 urlpatterns = [
     path("", demo_page, name="demo"),  # the OCR demo page (boxes drawn over the image)
     path("api/", include("ocr_api.urls")),
+    path("", include("ocr_vision.urls")),  # Cloud Vision's own paths: /v1/images:annotate
     path("api/schema", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("admin/", admin.site.urls),

@@ -24,6 +24,34 @@ def _points(corners) -> list:
     return [[round(float(x), 1), round(float(y), 1)] for x, y in corners]
 
 
+def _confidence(words: list[dict]) -> float:
+    """A line's or paragraph's confidence: the mean of its words' (0 without words)."""
+    return round(sum(w["confidence"] for w in words) / len(words), 4) if words else 0.0
+
+
+def _words(result: OcrResult) -> list[list[dict]]:
+    """Each box's words as the answer shows them: ``{"points", "text", "confidence", "box"}``
+    and, when asked for, ``"characters"`` (``{"points", "text", "confidence"}`` each)."""
+    per_box: list[list[dict]] = [[] for _ in result.boxes]
+    if result.words is None:
+        return per_box
+    found = []
+    for corners, text, score, box in zip(result.words.boxes, result.words.texts,
+                                         result.words.scores, result.words.owner):
+        word = {"points": _points(corners), "text": text,
+                "confidence": round(float(score), 4), "box": int(box)}
+        if result.characters is not None:
+            word["characters"] = []
+        per_box[int(box)].append(word)
+        found.append(word)
+    if result.characters is not None:
+        for corners, text, score, word in zip(result.characters.boxes, result.characters.texts,
+                                              result.characters.scores, result.characters.owner):
+            found[int(word)]["characters"].append(
+                {"points": _points(corners), "text": text, "confidence": round(float(score), 4)})
+    return per_box
+
+
 def page_body(result: OcrResult, index: int, recognized: bool) -> dict:
     """One page of the answer.
 
@@ -37,8 +65,12 @@ def page_body(result: OcrResult, index: int, recognized: bool) -> dict:
         "angle" (degrees clockwise), "text"?, "boxes", "lines", "paragraphs"}``: boxes with
         ``points`` (4 ``[x, y]``, rounded to 0.1 px), ``score`` and ``text``/``text_score``
         (scores rounded to 4 decimals); lines with their ``points``, the indices of their
-        ``boxes`` in reading order and ``text``; paragraphs with the rectangle around their
-        lines, the indices of their ``lines`` and ``text``.
+        ``boxes`` in reading order, ``text``, ``confidence`` (the mean of their words') and
+        ``words`` (``points`` clockwise from the word's own top-left, ``text``,
+        ``confidence`` - the lowest of its characters' -, the ``box`` it was read in, and its
+        ``characters`` when asked for); paragraphs with the rectangle around their lines, the
+        indices of their ``lines``, ``text`` and ``confidence`` (the mean of their words').
+        Without ``recognized``, no ``text``, ``confidence`` or ``words``.
     """
     boxes = [{"points": _points(box), "score": round(float(score), 4)}
              for box, score in zip(result.boxes, result.scores)]
@@ -49,10 +81,13 @@ def page_body(result: OcrResult, index: int, recognized: bool) -> dict:
     for box in result.reading_order:
         members[int(result.line_of_box[box])].append(int(box))
     lines = []
+    words = _words(result)
     for corners, indices in zip(result.line_boxes, members):
         line = {"points": _points(corners), "boxes": indices}
         if recognized:
             line["text"] = " ".join(result.texts[i] for i in indices if result.texts[i])
+            found = [word for i in indices for word in words[i]]
+            line["confidence"], line["words"] = _confidence(found), found
         lines.append(line)
     paragraphs: list[dict] = []
     for number, paragraph in enumerate(result.paragraph_of_line):
@@ -67,6 +102,8 @@ def page_body(result: OcrResult, index: int, recognized: bool) -> dict:
         if recognized:
             paragraph["text"] = "\n".join(lines[i]["text"] for i in paragraph["lines"]
                                           if lines[i]["text"])
+            paragraph["confidence"] = _confidence([w for i in paragraph["lines"]
+                                                   for w in lines[i]["words"]])
     body = {"page": index + 1, "model": {"name": result.model_name,
                                          "version": result.model_version},
             "width": result.width, "height": result.height, "angle": result.angle}

@@ -63,8 +63,14 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
     def authenticate(self, request):
         key = self.key_parser.get(request)
-        if not key:
-            return None
+        return self.check_key(key) if key else None
+
+    def check_key(self, key: str):
+        """``(None, api_key)`` for a valid key.
+
+        Raises:
+            AuthenticationFailed: unknown, revoked or expired.
+        """
         try:
             api_key = ApiKey.objects.get_from_key(key)
         except ApiKey.DoesNotExist:

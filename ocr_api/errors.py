@@ -54,6 +54,12 @@ class MissingImage(ApiError):
     default_detail = "Send the image as multipart field 'image' or as a raw image/* body."
 
 
+class EmptyUpload(MissingImage):
+    """A file or body of 0 bytes: nothing was sent (not an unknown format)."""
+
+    default_detail = "The upload is empty (0 bytes): send the image or document itself."
+
+
 class TooManyImages(ApiError):
     default_code = "too_many_images"
     default_detail = "Too many images in one batch request."

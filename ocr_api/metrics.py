@@ -15,11 +15,17 @@ import os
 
 from prometheus_client import Counter, Gauge, Histogram
 
-# prometheus_client writes each metric's file into the directory as the metric is created
-# below; only gunicorn's start hook makes the directory, and a management command (migrate,
-# check, create_api_key) run in the image before gunicorn must not crash on it.
-if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-    os.makedirs(os.environ["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
+
+def ensure_multiprocess_dir() -> None:
+    """Make ``PROMETHEUS_MULTIPROC_DIR`` if it is set: prometheus_client writes a metric's file
+    there as the metric is created (at import), only gunicorn's start hook makes the directory,
+    and a management command (migrate, check, create_api_key, run_job_workers) run in the image
+    before gunicorn must not crash on it. Called by every module that declares metrics."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        os.makedirs(os.environ["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
+
+
+ensure_multiprocess_dir()
 
 #: Latency buckets in seconds: CPU inference takes 0.2-5 s, GPU inference 10-100 ms.
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64)

@@ -151,12 +151,14 @@ def jobs_link_header(status: int) -> OpenApiParameter:
 
 
 def error_responses(*statuses: int, notes: dict[int, str] | None = None) -> dict:
-    """OpenAPI responses for these HTTP statuses, each listing the error codes it carries,
-    then its ``notes`` (per status) if any."""
+    """OpenAPI responses for these HTTP statuses and 406 (any endpoint, for an ``Accept`` or
+    ``?format=`` it cannot answer), each listing the error codes it carries, then its ``notes``
+    (per status) if any. Under ``application/json`` only: an error is JSON whatever format was
+    asked (``ocr_api.formats.renderers``)."""
     notes = notes or {}
-    return {code: OpenApiResponse(ErrorSerializer, description=", ".join(
+    return {(code, "application/json"): OpenApiResponse(ErrorSerializer, description=", ".join(
         name for name, st in ERROR_CODES.items() if st == code)
-        + (f". {notes[code]}" if code in notes else "")) for code in statuses}
+        + (f". {notes[code]}" if code in notes else "")) for code in sorted({*statuses, 406})}
 
 
 #: What a 413 of the synchronous endpoints says about a document over OCR_MAX_PAGES.
@@ -199,14 +201,51 @@ class BoxSerializer(serializers.Serializer):
                                         help_text="Confidence of the text, 0..1.")
 
 
+_CONFIDENCE_HELP = "Confidence, 0..1"
+
+
+class CharacterSerializer(serializers.Serializer):
+    points = _points("4 corners [x, y] of the character in the page's pixels, clockwise from "
+                     "its own top-left (as a word's).")
+    text = serializers.CharField(help_text="The character.")
+    confidence = serializers.FloatField(
+        help_text=f"{_CONFIDENCE_HELP}: the recognizer's probability of the character "
+                  f"(Tesseract's symbol confidence for lines it read).")
+
+
+class WordSerializer(serializers.Serializer):
+    points = _points("4 corners [x, y] of the word's ink in the page's pixels, clockwise from "
+                     "the word's own top-left (the first two run along its text, whichever "
+                     "way up): where the recognizer emitted its characters along the line's "
+                     "crop, carried back through the crop's warp and turn (Tesseract's own word "
+                     "box for lines it read).")
+    text = serializers.CharField(help_text="The word: characters between spaces (each Chinese "
+                                           "or Japanese character is a word of its own).")
+    confidence = serializers.FloatField(
+        help_text=f"{_CONFIDENCE_HELP}: the lowest of its characters' probabilities (a word is "
+                  f"right only if every character is).")
+    box = serializers.IntegerField(help_text="Index in `boxes` of the box it was read in.")
+    characters = CharacterSerializer(many=True, required=False,
+                                     help_text="Its characters, in order (with "
+                                               "detail=characters).")
+
+
 class LineSerializer(serializers.Serializer):
     points = _points("The line's rectangle (the smallest around its boxes), clockwise from the "
                      "top-left.")
     boxes = serializers.ListField(child=serializers.IntegerField(),
-                                  help_text="Indices in `boxes` of the line's words, in order.")
+                                  help_text="Indices in `boxes` of the line's boxes, in order "
+                                            "(with refine=true a box often holds several "
+                                            "words).")
     text = serializers.CharField(required=False, allow_blank=True,
-                                 help_text="Its words joined by spaces (absent with "
+                                 help_text="Its boxes' texts joined by spaces (absent with "
                                            "recognize=false).")
+    confidence = serializers.FloatField(
+        required=False, help_text=f"{_CONFIDENCE_HELP}: the mean of its words' (absent with "
+                                  f"recognize=false).")
+    words = WordSerializer(many=True, required=False,
+                           help_text="Its words in reading order, each on its own box (absent "
+                                     "with recognize=false).")
 
 
 class ParagraphSerializer(serializers.Serializer):
@@ -216,6 +255,9 @@ class ParagraphSerializer(serializers.Serializer):
     text = serializers.CharField(required=False, allow_blank=True,
                                  help_text="Its lines joined by newlines (absent with "
                                            "recognize=false).")
+    confidence = serializers.FloatField(
+        required=False, help_text=f"{_CONFIDENCE_HELP}: the mean of its words' (absent with "
+                                  f"recognize=false).")
 
 
 _TEXT_HELP = ("The whole text in reading order: boxes grouped into lines, lines top to bottom, "

@@ -133,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     problems, needed = missing(purpose)
     if not problems:
+        print(f"Prerequisites of `make {purpose}`: present ({', '.join(packages(purpose))}).")
         return 0
     print(f"Missing for `make {purpose}`:", file=sys.stderr)
     for problem in problems:

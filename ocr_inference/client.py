@@ -19,13 +19,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import tritonclient.grpc as grpcclient
-from ocr_contract.tensors import (ANGLE, BOXES, ENSEMBLE, IMAGE_SIZE, LINE_BOXES, LINE_OF_BOX,
+from ocr_contract.tensors import (ANGLE, BOX_OF_WORD, BOXES, CHARACTER_BOXES, CHARACTER_SCORES,
+                                  CHARACTER_TEXTS, ENSEMBLE, IMAGE_SIZE, LINE_BOXES, LINE_OF_BOX,
                                   PARAGRAPH_OF_LINE, READING_ORDER, SCORES, TEXT, TEXT_SCORES,
-                                  TEXTS)
+                                  TEXTS, WORD_BOXES, WORD_OF_CHARACTER, WORD_SCORES, WORD_TEXTS)
 from tritonclient.utils import InferenceServerException
 
 from . import errors, targets
-from .requests import build_inputs, parameter_inputs, requested_outputs
+from .requests import build_inputs, parameter_inputs, requested_outputs, wants_characters
 from .shared_memory import SharedMemoryPool
 
 logger = logging.getLogger(__name__)
@@ -78,6 +79,9 @@ class OcrResult:
         line_boxes: float32 ``[L, 4, 2]`` each line's rectangle, original-image pixels.
         paragraph_of_line: int32 ``[L]`` each line's paragraph (0-based).
         angle: the page's angle, clockwise degrees (0, 90, 180, 270).
+        words: :class:`Words`, every box's words (empty when the text was not read).
+        characters: :class:`Words` of the words' characters (``owner`` their word), or None
+            when not asked for (``detail=characters``).
     """
 
     boxes: np.ndarray
@@ -95,6 +99,44 @@ class OcrResult:
     line_boxes: np.ndarray
     paragraph_of_line: np.ndarray
     angle: int = 0
+    words: "Words | None" = None
+    characters: "Words | None" = None
+
+
+@dataclass(frozen=True)
+class Words:
+    """Words (or characters) as the ensemble answers them.
+
+    Attributes:
+        boxes: float32 ``[M, 4, 2]`` corners in the page's pixels, clockwise from the text's
+            own top-left.
+        texts: their texts.
+        scores: float32 ``[M]`` confidences, 0..1.
+        owner: int32 ``[M]`` the box (for words) or word (for characters) each belongs to.
+    """
+
+    boxes: np.ndarray
+    texts: list[str]
+    scores: np.ndarray
+    owner: np.ndarray
+
+    @staticmethod
+    def read(result: grpcclient.InferResult, boxes: str, texts: str, scores: str,
+             owner: str, owners: int) -> "Words":
+        """The four outputs named from ``result``.
+
+        Raises:
+            ValueError: their lengths differ, or an owner index is not below ``owners``.
+        """
+        found = Words(result.as_numpy(boxes).reshape(-1, 4, 2),
+                      [bytes(t).decode("utf-8") for t in result.as_numpy(texts).reshape(-1)],
+                      result.as_numpy(scores).reshape(-1), result.as_numpy(owner).reshape(-1))
+        if not len(found.boxes) == len(found.texts) == len(found.scores) == len(found.owner) \
+                or (len(found.owner) and not 0 <= found.owner.min() <= found.owner.max()
+                    < owners):
+            raise ValueError(f"{len(found.boxes)} {boxes}, {len(found.texts)} {texts}, "
+                             f"{len(found.scores)} {scores}, {len(found.owner)} {owner}")
+        return found
 
 
 class TritonClient:
@@ -143,11 +185,12 @@ class TritonClient:
         started = time.perf_counter()
         try:
             with self._inputs(image, parameters) as inputs:
-                result = self._client.infer(self.model, inputs, outputs=requested_outputs(),
+                result = self._client.infer(self.model, inputs,
+                                            outputs=requested_outputs(parameters),
                                             client_timeout=self.timeout_s)
         except InferenceServerException as exc:
             return self._after_failure(exc, image, parameters, started)
-        return self._result(result, started)
+        return self._result(result, started, wants_characters(parameters))
 
     # -- several images --------------------------------------------------------------------
 
@@ -260,12 +303,12 @@ class TritonClient:
             time.sleep(pause)
             try:
                 result = self._client.infer(self.model, build_inputs(image, parameters),
-                                            outputs=requested_outputs(),
+                                            outputs=requested_outputs(parameters),
                                             client_timeout=remaining)
             except InferenceServerException as retry_exc:
                 exc = retry_exc
             else:
-                return self._result(result, started)
+                return self._result(result, started, wants_characters(parameters))
         raise self._error(exc)
 
     def _error(self, exc: InferenceServerException) -> errors.InferenceError:
@@ -276,8 +319,9 @@ class TritonClient:
             logger.error("Triton failed: %s", error)
         return error
 
-    def _result(self, result: grpcclient.InferResult, started: float) -> OcrResult:
-        """The answer as an :class:`OcrResult`.
+    def _result(self, result: grpcclient.InferResult, started: float,
+                characters: bool = False) -> OcrResult:
+        """The answer as an :class:`OcrResult` (with its characters when ``characters``).
 
         Raises:
             errors.InferenceFailed: the outputs do not have the contract's shapes.
@@ -296,6 +340,11 @@ class TritonClient:
             line_boxes = result.as_numpy(LINE_BOXES.name).reshape(-1, 4, 2)
             paragraphs = result.as_numpy(PARAGRAPH_OF_LINE.name).reshape(-1)
             angle = int(result.as_numpy(ANGLE.name).reshape(-1)[0])
+            words = Words.read(result, WORD_BOXES.name, WORD_TEXTS.name, WORD_SCORES.name,
+                               BOX_OF_WORD.name, len(boxes))
+            letters = Words.read(result, CHARACTER_BOXES.name, CHARACTER_TEXTS.name,
+                                 CHARACTER_SCORES.name, WORD_OF_CHARACTER.name,
+                                 len(words.texts)) if characters else None
             if len(boxes) != len(scores) or len(texts) not in (0, len(boxes)) \
                     or len(text_scores) != len(texts) or len(order) != len(boxes) \
                     or len(line_of_box) != len(boxes) or len(paragraphs) != len(line_boxes) \
@@ -312,7 +361,8 @@ class TritonClient:
                          model_name=response.model_name, model_version=response.model_version,
                          inference_ms=elapsed_ms, texts=texts, text_scores=text_scores,
                          text=text, reading_order=order, line_of_box=line_of_box,
-                         line_boxes=line_boxes, paragraph_of_line=paragraphs, angle=angle)
+                         line_boxes=line_boxes, paragraph_of_line=paragraphs, angle=angle,
+                         words=words, characters=letters)
 
     # -- health ----------------------------------------------------------------------------
 

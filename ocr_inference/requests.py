@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import tritonclient.grpc as grpcclient
-from ocr_contract.parameters import BY_NAME
-from ocr_contract.tensors import IMAGE_BYTES, OUTPUTS, PAGE
+from ocr_contract.parameters import BY_NAME, DETAIL, DETAIL_CHARACTERS
+from ocr_contract.tensors import CHARACTER_OUTPUTS, IMAGE_BYTES, OUTPUTS, PAGE
 from tritonclient.utils import triton_to_np_dtype
 
 
@@ -61,6 +61,15 @@ def build_inputs(image: bytes, parameters: dict) -> list[grpcclient.InferInput]:
     return [image_input(image), *parameter_inputs(parameters)]
 
 
-def requested_outputs() -> list[grpcclient.InferRequestedOutput]:
-    """The ensemble outputs the gateway reads (:data:`ocr_contract.tensors.OUTPUTS`)."""
-    return [grpcclient.InferRequestedOutput(tensor.name) for tensor in OUTPUTS]
+def wants_characters(parameters: dict) -> bool:
+    """The request asks for each word's characters (``detail=characters``)."""
+    return parameters.get(DETAIL.name) == DETAIL_CHARACTERS
+
+
+def requested_outputs(parameters: dict | None = None) -> list[grpcclient.InferRequestedOutput]:
+    """The ensemble outputs the gateway reads (:data:`ocr_contract.tensors.OUTPUTS`, and
+    :data:`~ocr_contract.tensors.CHARACTER_OUTPUTS` when ``parameters`` ask for characters:
+    only then, since they are empty otherwise and Triton's response cache skips an answer with
+    an empty tensor)."""
+    tensors = OUTPUTS + (CHARACTER_OUTPUTS if wants_characters(parameters or {}) else ())
+    return [grpcclient.InferRequestedOutput(tensor.name) for tensor in tensors]

@@ -16,6 +16,12 @@ from dramatiq.middleware import Middleware
 _lock = threading.Lock()
 _broker = None
 
+#: The queues and actors of :mod:`ocr_jobs.tasks`, named here so that what sends their
+#: messages (:mod:`ocr_jobs.queueing`, :mod:`ocr_jobs.lifecycle`, the gateway) does not import
+#: the actors (which import those modules back).
+PAGES_QUEUE, READ_PAGE = "ocr_pages", "read_page"
+WEBHOOKS_QUEUE, DELIVER_WEBHOOK = "ocr_webhooks", "deliver_webhook"
+
 
 class DjangoConnections(Middleware):
     """Django's database connections closed before and after each message (a worker thread
@@ -43,6 +49,19 @@ def make_broker(url: str):
                              maintenance_chance=1_000_000)
     broker.add_middleware(DjangoConnections())
     return broker
+
+
+def send(queue_name: str, actor_name: str, *args, delay_ms: int | None = None):
+    """Enqueue a message for the actor ``actor_name`` (one of the names above) on this
+    process's broker, after ``delay_ms`` milliseconds if given; the worker that takes it applies
+    the actor's own options (retries, time limit).
+
+    Raises:
+        redis.exceptions.ConnectionError: (or the broker's own error) the broker is down.
+    """
+    message = dramatiq.Message(queue_name=queue_name, actor_name=actor_name, args=args,
+                               kwargs={}, options={})
+    return get_broker().enqueue(message, delay=delay_ms)
 
 
 def get_broker():

@@ -15,6 +15,7 @@ from django.utils import timezone
 from ocr_api.models import OcrRequest, QuotaUsage
 
 from . import metrics
+from .broker import DELIVER_WEBHOOK, WEBHOOKS_QUEUE, send
 from .models import Job, JobPage
 
 logger = logging.getLogger(__name__)
@@ -42,16 +43,15 @@ def end_job(job_id, status: str, error_code: str = "", error_message: str = "") 
         job = Job.objects.get(id=job_id)
         _settle(job)
         if job.callback_url and job.api_key_id:
-            from .tasks import deliver_webhook
-
-            transaction.on_commit(lambda: _send_webhook(deliver_webhook, job.id))
+            transaction.on_commit(lambda: _send_webhook(job.id))
     metrics.JOBS.labels(status).inc()
     return True
 
 
-def _send_webhook(actor, job_id) -> None:
+def _send_webhook(job_id) -> None:
+    """The webhook's first attempt (:func:`ocr_jobs.tasks.deliver_webhook`)."""
     try:
-        actor.send(str(job_id), 1)
+        send(WEBHOOKS_QUEUE, DELIVER_WEBHOOK, str(job_id), 1)
     except Exception:  # noqa: BLE001 - the broker is down: the job stays answered by polling
         logger.exception("could not send the webhook of job %s", job_id)
         Job.objects.filter(id=job_id).update(webhook_status="failed")

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from ocr_api.models import ApiKey
 
+from .broker import PAGES_QUEUE, READ_PAGE, get_broker, send
 from .models import Job, JobPage
 
 logger = logging.getLogger(__name__)
@@ -35,11 +36,9 @@ def _send(page_ids: list[int], tried_s: float = 0.0) -> None:
     """Send the pages; while the broker is down, try again every :data:`RESEND_EVERY_S` in
     a background thread (the pages stay ``queued``: they hold their key's window, and a
     process that dies meanwhile leaves them to :func:`recover`)."""
-    from .tasks import read_page
-
     for number, page_id in enumerate(page_ids):
         try:
-            read_page.send(page_id)
+            send(PAGES_QUEUE, READ_PAGE, page_id)
         except Exception as error:  # noqa: BLE001 - the broker is down, or restarting
             rest = page_ids[number:]
             if tried_s >= RESEND_FOR_S:
@@ -84,18 +83,16 @@ RECOVER_AFTER_S = 30.0
 def pages_in_broker() -> set[int] | None:
     """Ids of the pages the broker holds (waiting, delayed or in progress), read from Redis'
     message hashes; None for a broker that cannot be looked into (RabbitMQ)."""
-    from .tasks import broker, read_page
-
+    broker = get_broker()
     client = getattr(broker, "client", None)
     if client is None:
         return None
     ids: set[int] = set()
-    queue = read_page.queue_name
-    for name in (queue, f"{queue}.DQ"):
+    for name in (PAGES_QUEUE, f"{PAGES_QUEUE}.DQ"):
         for raw in client.hvals(f"{broker.namespace}:{name}.msgs"):
             try:
                 message = json.loads(raw)
-                if message.get("actor_name") == read_page.actor_name:
+                if message.get("actor_name") == READ_PAGE:
                     ids.add(int(message["args"][0]))
             except (ValueError, KeyError, IndexError, TypeError):
                 continue

@@ -27,7 +27,8 @@ from ocr_api.intake.documents import Document, open_document, page_input
 from ocr_contract.parameters import RECOGNIZE
 
 from . import metrics, queueing
-from .broker import get_broker
+from .broker import (DELIVER_WEBHOOK, PAGES_QUEUE, READ_PAGE, WEBHOOKS_QUEUE, get_broker,
+                     send)
 from .lifecycle import end_job
 from .models import Job, JobPage
 
@@ -55,8 +56,8 @@ def open_job_document(job: Job) -> Document:
     return _document(str(job.id), str(job.upload_path))
 
 
-@dramatiq.actor(broker=broker, queue_name="ocr_pages", max_retries=100, min_backoff=1000,
-                max_backoff=30_000, time_limit=30 * 60 * 1000)
+@dramatiq.actor(broker=broker, actor_name=READ_PAGE, queue_name=PAGES_QUEUE, max_retries=100,
+                min_backoff=1000, max_backoff=30_000, time_limit=30 * 60 * 1000)
 def read_page(page_id: int) -> None:
     """Read one page and store its answer, unless it was stored already."""
     try:
@@ -122,8 +123,8 @@ def _fail_page(page: JobPage, code: str, message: str) -> None:
     end_job(page.job_id, Job.FAILED, code, message)
 
 
-@dramatiq.actor(broker=broker, queue_name="ocr_webhooks", max_retries=0,
-                time_limit=5 * 60 * 1000)
+@dramatiq.actor(broker=broker, actor_name=DELIVER_WEBHOOK, queue_name=WEBHOOKS_QUEUE,
+                max_retries=0, time_limit=5 * 60 * 1000)
 def deliver_webhook(job_id: str, attempt: int) -> None:
     """Attempt ``attempt`` (1-based) of the job's webhook; the next one is sent with Dramatiq's
     delay after :func:`~ocr_jobs.webhooks.next_delay_s`, with the same ``webhook-id``."""
@@ -151,7 +152,7 @@ def deliver_webhook(job_id: str, attempt: int) -> None:
             webhook_status="refused" if result.permanent else "failed")
         return
     Job.objects.filter(id=job.id).update(webhook_status="retrying")
-    deliver_webhook.send_with_options(args=(str(job.id), attempt + 1), delay=int(delay * 1000))
+    send(WEBHOOKS_QUEUE, DELIVER_WEBHOOK, str(job.id), attempt + 1, delay_ms=int(delay * 1000))
 
 
 def webhook_payload(job: Job) -> dict:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import replace
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -30,7 +29,7 @@ from rest_framework.views import APIView
 
 from ocr_api import errors
 from ocr_api.answer import Answer
-from ocr_api.formats.renderers import RESULT_RENDERERS, AnswerResponse, FormatNegotiation
+from ocr_api.formats.renderers import RESULT_RENDERERS, AnswerResponse, answer_responses
 from ocr_api.intake import documents, uploads
 from ocr_api.models import ApiKey
 from ocr_api.serializers import (SINGLE_UPLOAD_REQUEST, OcrParametersSerializer,
@@ -129,25 +128,10 @@ class JobListView(OcrEndpoint):
         super().check_throttles(request)
 
     def upload(self, request) -> bytes:
-        """The upload (multipart ``image`` or the raw body), at most ``OCR_JOB_MAX_BYTES``."""
+        """The upload (:func:`ocr_api.intake.uploads.single_image`), at most
+        ``OCR_JOB_MAX_BYTES``, read once."""
         if not hasattr(self, "_upload"):
-            data = request.data
-            if isinstance(data, bytes):
-                image = data
-            elif not request.content_type.startswith("multipart/"):
-                image = b""
-            else:
-                files = request.FILES.getlist("image")
-                if not files:
-                    raise errors.MissingImage()
-                if len(files) > 1:
-                    raise errors.InvalidParameter("image: one document per job.",
-                                                  field="image")
-                image = files[0].read()
-            if len(image) > settings.OCR_JOB_MAX_BYTES:
-                raise errors.PayloadTooLarge(f"The document is {len(image)} bytes; the limit "
-                                             f"is {settings.OCR_JOB_MAX_BYTES}.")
-            self._upload = image
+            self._upload = uploads.single_image(request, settings.OCR_JOB_MAX_BYTES)
         return self._upload
 
     def opened(self, request) -> documents.Document:
@@ -171,7 +155,7 @@ class JobListView(OcrEndpoint):
         """The OCR parameters and the ``callback_url`` (query string or form field)."""
         parameters = uploads.parameters(request, file_fields=("image", "callback_url"))
         urls = request.query_params.getlist("callback_url")
-        if not isinstance(request.data, bytes):
+        if hasattr(request.data, "getlist"):              # a form, not a raw body
             urls += request.data.getlist("callback_url")
         if len(urls) > 1:
             raise errors.InvalidParameter("callback_url: given more than once.",
@@ -303,11 +287,13 @@ class JobDetailView(APIView):
 
 
 def page_range(value: str | None, page_count: int) -> tuple[int, int]:
-    """``pages=first-last`` (1-based, inclusive; ``n`` alone is one page) within the document
-    and at most :data:`RESULT_PART_PAGES` long; the first part when absent.
+    """``pages=first-last`` (1-based, inclusive; ``n`` alone is one page), at most
+    :data:`RESULT_PART_PAGES` long, its end cut to the document's last page (``1-50`` of a
+    12-page document is pages 1-12, as a client reading in parts of 50 asks); the first part
+    when absent.
 
     Raises:
-        errors.InvalidParameter: malformed, out of the document, or too long.
+        errors.InvalidParameter: malformed, starting after the last page, or too long.
     """
     if not value:
         return 1, min(page_count, RESULT_PART_PAGES)
@@ -316,13 +302,13 @@ def page_range(value: str | None, page_count: int) -> tuple[int, int]:
         raise errors.InvalidParameter("pages: write first-last, e.g. 1-50.", field="pages")
     first = int(match[1])
     last = int(match[2]) if match[2] else first
-    if not 1 <= first <= last <= page_count:
+    if not 1 <= first <= min(last, page_count):
         raise errors.InvalidParameter(f"pages: the document has pages 1-{page_count}.",
                                       field="pages")
     if last - first + 1 > RESULT_PART_PAGES:
         raise errors.InvalidParameter(f"pages: at most {RESULT_PART_PAGES} pages per part.",
                                       field="pages")
-    return first, last
+    return first, min(last, page_count)
 
 
 class JobResultView(APIView):
@@ -330,7 +316,6 @@ class JobResultView(APIView):
 
     authentication_classes = OcrEndpoint.authentication_classes
     renderer_classes = RESULT_RENDERERS
-    content_negotiation_class = FormatNegotiation
 
     @extend_schema(
         operation_id="jobs_result", summary="A succeeded job's answer",
@@ -342,8 +327,8 @@ class JobResultView(APIView):
         parameters=[OpenApiParameter("pages", str, required=False),
                     OpenApiParameter("format", str, enum=["json", "text", "hocr", "pdf"],
                                      required=False)],
-        responses={200: OpenApiResponse(JobResultSerializer),
-                   **error_responses(400, 401, 403, 404, 406, 409)})
+        responses={**answer_responses(OpenApiResponse(JobResultSerializer)),
+                   **error_responses(400, 401, 403, 404, 409)})
     def get(self, request, job_id):
         job = get_job(request, job_id)
         if job.status != Job.SUCCEEDED:

@@ -94,10 +94,14 @@ def banner(base_url: str, key: str, expires: dt.datetime, has_admin: bool) -> st
         "make serve prints it again until then",
         "Try it:",
         f"  curl -s -H 'Authorization: Api-Key {key}' "
-        f"-F image=@tests/data/images/korean.png {base_url}/api/ocr",
+        f"-F image=@tests/data/images/korean.png -F language=ko {base_url}/api/ocr",
+        "  (a PDF or TIFF goes in the same field: "
+        "-F image=@tests/data/documents/ocrmypdf_linn.pdf)",
         f"Jobs:       POST {base_url}/api/jobs for documents over the "
         f"{settings.OCR_MAX_PAGES}-page limit of /api/ocr (read in the background; poll "
-        "GET /api/jobs/<id>)",
+        "GET /api/jobs/<id>), e.g.",
+        f"  curl -s -H 'Authorization: Api-Key {key}' "
+        f"-F image=@tests/data/documents/ocrmypdf_linn.pdf {base_url}/api/jobs",
         f"API docs:   {base_url}/api/docs",
         f"Admin:      {admin}",
         "Other devices (a phone on this network): add this machine's address to "

@@ -12,6 +12,7 @@ loopback or the container network. What the configuration written here does:
   ``Content-Length``, so Django reads them like any other;
 - a body over the limit (``OCR_MAX_UPLOAD_BYTES`` on ``/api/ocr``,
   ``OCR_BATCH_MAX_UPLOAD_BYTES`` on ``/api/ocr/batch``, ``OCR_JOB_MAX_BYTES`` on ``/api/jobs``,
+  its base64 (4/3) on the Cloud Vision routes ``/v1/images:annotate`` and ``files:annotate``,
   each plus multipart framing, each in a location of its own; 1 MiB anywhere else) is refused as soon as the limit is crossed, by its ``Content-Length`` or
   while reading chunks, without storing more: the refusal goes to the gateway as a body-less
   request with :data:`~ocr_contract.limits.BODY_OVER_LIMIT_HEADER`, which answers its JSON 413
@@ -319,6 +320,8 @@ server {{
 {_upload_location("/api/ocr", settings.max_upload_bytes)}
 {_upload_location("/api/ocr/batch", settings.batch_max_upload_bytes)}
 {_upload_location("/api/jobs", settings.job_max_upload_bytes)}
+{_upload_location("/v1/images:annotate", limits.base64_bytes(settings.batch_max_upload_bytes))}
+{_upload_location("/v1/files:annotate", limits.base64_bytes(settings.batch_max_upload_bytes))}
 
     # The gateway answers a body over the limit itself (JSON 413, audit row): the request is
     # sent on without its body, marked.

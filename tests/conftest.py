@@ -1,5 +1,7 @@
 """Shared fixtures: one real embedded Triton per session, API keys and clients."""
 
+import signal
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -45,8 +47,16 @@ class TierOrder:
         items.sort(key=lambda item: module_rank[item.nodeid.split("::")[0]])
 
 
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def pytest_configure(config):
     config.pluginmanager.register(TierOrder(), "ocr-tier-order")
+    # SIGTERM (a CI timeout, kill) stops the run as Ctrl-C does: pytest then tears the
+    # fixtures down, so the servers they started (Triton and its stubs, in sessions of their
+    # own) are stopped instead of left running.
+    signal.signal(signal.SIGTERM, _interrupted)
 
 
 def pytest_collection_finish(session):

@@ -4,6 +4,7 @@ import io
 import json
 import shutil
 import subprocess
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -40,6 +41,10 @@ def running_triton(tmp_path_factory, name: str, repository: Path | None = None, 
     """A started :class:`EmbeddedTriton` on free ports, logging into a fresh temp folder;
     stopped on exit. ``options`` are EmbeddedTriton's (flavour, cache_bytes, env, ...)."""
     env = {"OCR_ENGINE_CACHE_DIR": str(ENGINE_CACHE), **options.pop("env", {})}
+    if not any(ENGINE_CACHE.glob("*")):
+        # Past pytest's capture: otherwise the first run is minutes of silence.
+        sys.__stderr__.write(f"\nFirst test Triton: compiling the networks and timing their "
+                             f"precisions into {ENGINE_CACHE} (a few minutes, once)\n")
     server = EmbeddedTriton(
         repository=repository or django_settings.TRITON_MODEL_REPOSITORY,
         log_path=tmp_path_factory.mktemp(name) / "triton.log", env=env, **options)

@@ -126,3 +126,77 @@ def text_page(lines: list[list[str]], size: int = 28, margin: int = 24,
             draw.text((x, margin + row * (size + line_gap)), word, font=font, fill="black")
             x += font.getlength(word) + word_gap
     return image
+
+
+#: Fonts of Debian packages (fonts-dejavu-core, fonts-liberation) a drawn letter cycles through.
+LETTER_FONTS = ("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+                "/usr/share/fonts/truetype/dejavu/DejaVuSerif.ttf",
+                "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+                "/usr/share/fonts/truetype/liberation/LiberationSerif-Regular.ttf",
+                "/usr/share/fonts/truetype/liberation/LiberationMono-Regular.ttf")
+#: Text sizes of a drawn letter's lines, pixels (the issue's 20-44 px printed words).
+LETTER_SIZES = (20, 24, 28, 32, 36, 40, 44)
+#: The letter the tests draw (written for this project).
+LETTER = ("Dear Margaret, thank you for the parcel that arrived on Monday morning. The garden "
+          "looks wonderful after the rain and the apple trees are full of blossom. We plan to "
+          "visit the harbour on 14 June and stay two nights at the small hotel near the "
+          "station. Please send the new address of your office and the phone number of the "
+          "library. With warm regards from all of us, Thomas")
+
+
+def letter_page(text: str = LETTER, angle: int = 0, skew: float = 0.0, seed: int = 0,
+                width: int = 1100, margin: int = 50) -> tuple[Image.Image, list]:
+    """A drawn letter with known word boxes: black words on white, each line in one of
+    :data:`LETTER_FONTS` at one of :data:`LETTER_SIZES` (picked by ``seed``), wrapped at
+    ``width``; then skewed ``skew`` degrees (counter-clockwise, the page grown to hold it) and
+    turned ``angle`` degrees clockwise (0, 90, 180, 270).
+
+    Returns:
+        ``(image, words)``: the RGB page, and per word ``(text, points)`` with ``points`` the
+        4 corners ``[x, y]`` of the word's ink box in the image's pixels, clockwise from the
+        word's own top-left.
+    """
+    import random
+
+    import cv2
+    import numpy as np
+    from PIL import ImageFont
+    from ocr_pipeline.orientation import from_upright
+
+    rng = random.Random(seed)
+    tokens = text.split()
+    placed, lines, y = [], [], margin
+    while tokens:
+        font = ImageFont.truetype(rng.choice(LETTER_FONTS), rng.choice(LETTER_SIZES))
+        space = font.getlength(" ")
+        line, x = [], margin
+        while tokens and (not line or x + font.getlength(tokens[0]) <= width - margin):
+            line.append((tokens[0], x))
+            x += font.getlength(tokens.pop(0)) + space
+        lines.append((font, line, y))
+        ascent, descent = font.getmetrics()
+        y += int(1.5 * (ascent + descent))
+    page = Image.new("L", (width, y + margin), 255)
+    draw = ImageDraw.Draw(page)
+    for font, line, top in lines:
+        for word, x in line:
+            left, upper, right, lower = draw.textbbox((x, top), word, font=font)
+            ink = Image.new("L", page.size, 0)
+            ImageDraw.Draw(ink).text((x, top), word, font=font, fill=255)
+            left, upper, right, lower = ink.getbbox() or (left, upper, right, lower)
+            draw.text((x, top), word, font=font, fill=0)
+            placed.append((word, [[left, upper], [right, upper], [right, lower], [left, lower]]))
+    pixels = np.asarray(page)
+    height, width = pixels.shape
+    matrix = cv2.getRotationMatrix2D((width / 2, height / 2), skew, 1.0)
+    cos, sin = abs(matrix[0, 0]), abs(matrix[0, 1])
+    grown = (int(np.ceil(width * cos + height * sin)), int(np.ceil(width * sin + height * cos)))
+    matrix[:, 2] += (grown[0] - width) / 2, (grown[1] - height) / 2
+    pixels = cv2.warpAffine(pixels, matrix, grown, flags=cv2.INTER_CUBIC, borderValue=255)
+    turned = np.ascontiguousarray(np.rot90(pixels, k=-(angle // 90)))
+    words = []
+    for word, corners in placed:
+        points = np.hstack([np.asarray(corners, float), np.ones((4, 1))]) @ matrix.T
+        points = from_upright(points, angle, turned.shape[1], turned.shape[0])
+        words.append((word, np.round(points, 1).tolist()))
+    return Image.fromarray(turned).convert("RGB"), words

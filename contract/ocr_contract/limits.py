@@ -63,28 +63,30 @@ LONG_SIDE_MAX = Limit("OCR_LONG_SIDE_MAX", 2560, "pixels", "largest long_side a 
 #: 2 cores): the proxy waits 2 x TRITON_TIMEOUT_S + 30 = 90 s for an answer
 #: (ocr_proxy.config.proxy_read_timeout_s), of which a request may spend TRITON_TIMEOUT_S
 #: (30 s) waiting for a gunicorn thread, leaving 60 s for its pages. The densest test page
-#: (tests/data/documents/ocrmypdf_linn.pdf) reads in ~8.8 s alone there, and Triton reads one
-#: page at a time (the networks share one engine; TRITON_CONCURRENT_PAGES only overlaps one
-#: page's decoding with another's networks: 4 such pages in ~40 s with 2 in flight, ~52 s one
-#: by one); with 1.5x headroom for a loaded machine 60 s / (1.5 x 8.8 s) = 4.5 -> 4 pages
-#: (~35-52 s of work). Operators size it the same way: time their densest expected page
-#: alone (timing_ms.inference) on the deployment, t; then OCR_MAX_PAGES = (TRITON_TIMEOUT_S
-#: + 30) / (1.5 x t), rounded down (a GPU reading a page in ~0.5 s: 80; a slower CPU: fewer).
+#: (tests/data/documents/ocrmypdf_linn.pdf) reads in ~8.8 s alone there (10-14 s on a fresh
+#: Triton, whose engines meet the page's shapes for the first time), one page at a time
+#: (TRITON_CONCURRENT_PAGES): with 1.5x headroom 60 s / (1.5 x 8.8 s) = 4.5 -> 4 pages,
+#: measured 41-55 s for 4 such pages (first request included). Operators size it the same
+#: way: time their densest expected page alone (timing_ms.inference) on the deployment, t;
+#: then OCR_MAX_PAGES = (TRITON_TIMEOUT_S + 30) / (1.5 x t), rounded down (a GPU reading a page
+#: in ~0.5 s: 80; a slower CPU: fewer).
 MAX_PAGES = Limit("OCR_MAX_PAGES", 4, "pages",
                   "most pages of a document POST /api/ocr reads (longer: POST /api/jobs); size "
                   "it as (TRITON_TIMEOUT_S + 30) / (1.5 x seconds of the densest page alone)")
 #: Pages (or batch images) of one request sent to Triton at once: as many as Triton runs at
 #: once. Each page's TRITON_TIMEOUT_S deadline starts when it is sent, so it never runs while
 #: the page waits behind its own request's other pages. The cpu flavour runs one network at a
-#: time (craft, refinenet and the recognizer share the rate limiter's one "ocr_engine" unit)
-#: and one preprocess instance, but two recognize instances: a second page in flight
-#: decodes and renders while the first is in the networks. Measured (4 x linn, 2 cores): 2 in
-#: flight 39.7 s in all, each page ~19-21 s; 1: 51.6 s, each ~9-18 s; 4: 42.4 s, each
-#: 29-42 s (504s at the default deadline). A GPU deployment with dynamic batching sets it to
-#: craft's max_batch_size (4).
-CONCURRENT_PAGES = Limit("TRITON_CONCURRENT_PAGES", 2, "pages",
+#: time (craft, refinenet and the recognizer share the rate limiter's one "ocr_engine" unit),
+#: so a second page in flight only overlaps its decoding with the first's networks, and waits
+#: behind them with its deadline running. Measured on a fresh `make serve` stack (4 x linn,
+#: and OCRmyPDF's cardinal page turned 0/90/180/270; AMD EPYC, 2 cores, idle): 1 in flight
+#: 200 in 54.6, 53.1 and 40.8 s for three documents in a row; 2 in flight 504 for the first
+#: two (a page past 30 s while its engines met new shapes) and 200 in 44.7 s for the third.
+#: Two in flight save ~10 % on a warm machine and cost a 504 on a fresh or busy one: 1 for the
+#: cpu flavour. A GPU deployment with dynamic batching sets it to craft's max_batch_size (4).
+CONCURRENT_PAGES = Limit("TRITON_CONCURRENT_PAGES", 1, "pages",
                          "pages of one request sent to Triton at once (as many as it runs at "
-                         "once: cpu flavour 2, gpu 4)")
+                         "once: cpu flavour 1, gpu 4)")
 #: Resolution PDF pages are rendered at (a 10 pt line is then ~28 pixels high before the
 #: detector's resize); lowered for a page that would exceed OCR_MAX_PIXELS.
 PDF_DPI = Limit("OCR_PDF_DPI", 200, "dots per inch", "resolution PDF pages are rendered at")
@@ -112,6 +114,15 @@ JOB_MAX_BYTES = Limit("OCR_JOB_MAX_BYTES", 100 * 1024 * 1024, "bytes",
 
 #: Multipart framing (boundaries, part headers) a body may carry on top of its images' bytes.
 MULTIPART_SLACK_BYTES = 64 * 1024
+
+
+def base64_bytes(size: int) -> int:
+    """Bytes of ``size`` bytes written in base64 (4 for every 3, padded): the JSON body limit
+    of the Cloud Vision routes is this of OCR_BATCH_MAX_UPLOAD_BYTES (their images come
+    base64 in JSON)."""
+    return 4 * -(-size // 3)
+
+
 #: Set by the buffering proxy in front of the gateway (:mod:`ocr_proxy.config`) on the
 #: body-less request it sends on when it refused a body over the limit; the gateway answers
 #: it with its JSON 413 (and the audit row). The proxy removes it from every client request.

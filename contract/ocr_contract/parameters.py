@@ -123,7 +123,14 @@ ORIENTATION = Parameter("orientation", "ORIENTATION", "BYTES", ORIENTATION_AUTO,
                         "right way up; 'upright': take the image as upright.",
                         choices=(ORIENTATION_AUTO, ORIENTATION_UPRIGHT))
 
+#: ``detail``'s values: each line's words (always answered), or their characters too.
+DETAIL_WORDS, DETAIL_CHARACTERS = "words", "characters"
+DETAIL = Parameter("detail", "DETAIL", "BYTES", DETAIL_WORDS,
+                   "'words': every line's words with their boxes and confidence; "
+                   "'characters': each word's characters too.",
+                   choices=(DETAIL_WORDS, DETAIL_CHARACTERS))
+
 #: Every parameter, in documentation order.
 PARAMETERS = (TEXT_THRESHOLD, LINK_THRESHOLD, LOW_TEXT, LONG_SIDE, REFINE, RECOGNIZE, LANGUAGE,
-              ORIENTATION)
+              ORIENTATION, DETAIL)
 BY_NAME = {parameter.name: parameter for parameter in PARAMETERS}

@@ -85,6 +85,26 @@ ANGLE = Tensor("ANGLE", "INT32", (1,),
                "the page's angle, clockwise degrees (0, 90, 180, 270): the image is the upright "
                "page turned this far (0 when orientation is upright or nothing was read)")
 
+WORD_BOXES = Tensor("WORD_BOXES", "FP32", (-1, 4, 2),
+                    "each word's corners (x, y), original-image pixels, clockwise from the "
+                    "word's own top-left (ocr_pipeline.words): words in BOXES order, each "
+                    "box's in reading order")
+WORD_TEXTS = Tensor("WORD_TEXTS", "BYTES", (-1,), "UTF-8 text of each word")
+WORD_SCORES = Tensor("WORD_SCORES", "FP32", (-1,),
+                     "confidence of each word, 0..1: its characters' lowest probability")
+BOX_OF_WORD = Tensor("BOX_OF_WORD", "INT32", (-1,), "the box (BOXES index) of each word")
+CHARACTER_BOXES = Tensor("CHARACTER_BOXES", "FP32", (-1, 4, 2),
+                         "each character's corners, as WORD_BOXES (empty unless DETAIL is "
+                         "characters); characters in WORD_BOXES order, each word's in order")
+CHARACTER_TEXTS = Tensor("CHARACTER_TEXTS", "BYTES", (-1,), "UTF-8 text of each character")
+CHARACTER_SCORES = Tensor("CHARACTER_SCORES", "FP32", (-1,),
+                          "probability of each character, 0..1")
+WORD_OF_CHARACTER = Tensor("WORD_OF_CHARACTER", "INT32", (-1,),
+                           "the word (WORD_BOXES index) of each character")
+
 #: The outputs the gateway requests, in order.
 OUTPUTS = (BOXES, SCORES, IMAGE_SIZE, TEXTS, TEXT_SCORES, TEXT, READING_ORDER, LINE_OF_BOX,
-           LINE_BOXES, PARAGRAPH_OF_LINE, ANGLE)
+           LINE_BOXES, PARAGRAPH_OF_LINE, ANGLE, WORD_BOXES, WORD_TEXTS, WORD_SCORES,
+           BOX_OF_WORD)
+#: The outputs it requests too when characters are asked for (``detail=characters``).
+CHARACTER_OUTPUTS = (CHARACTER_BOXES, CHARACTER_TEXTS, CHARACTER_SCORES, WORD_OF_CHARACTER)

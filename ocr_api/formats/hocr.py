@@ -2,7 +2,10 @@
 
 hOCR is the layout format Tesseract, ocrmypdf and most OCR tooling read and write
 (kba.github.io/hocr-spec/1.2). Every element carries ``bbox x0 y0 x1 y1`` in the page's pixels
-(the axis-aligned box around its polygon); words carry ``x_wconf`` (the text score, 0-100);
+(the axis-aligned box around its polygon); ``ocrx_word`` elements are the answer's words
+(``lines[].words``: a word each, with ``x_wconf`` its confidence, 0-100), each holding its
+``ocrx_cinfo`` characters (``x_conf``) when they were asked for (``detail=characters``); without
+read text (``recognize=false``) they are the boxes;
 pages carry ``ppageno`` (from 0) and, for a PDF page, ``scan_res`` (the dpi it was rendered
 at), so that a PDF text layer can be placed back on the page. Built with ElementTree, so text
 is always escaped.
@@ -15,12 +18,37 @@ import xml.etree.ElementTree as ET
 from ..answer import Answer
 
 XHTML = "http://www.w3.org/1999/xhtml"
-CAPABILITIES = "ocr_page ocr_par ocr_line ocrx_word ocrp_wconf"
+CAPABILITIES = "ocr_page ocr_par ocr_line ocrx_word ocrx_cinfo ocrp_wconf"
 
 
 def _bbox(points: list) -> str:
     xs, ys = [p[0] for p in points], [p[1] for p in points]
     return f"bbox {round(min(xs))} {round(min(ys))} {round(max(xs))} {round(max(ys))}"
+
+
+def _line_words(line: dict, boxes: list) -> list[dict]:
+    """A line's ``ocrx_word`` contents: its words (``points``, ``text``, ``conf`` 0-100,
+    ``characters``?), or its boxes when it has no words (``recognize=false``)."""
+    if "words" in line:
+        return [{**word, "conf": round(100 * word["confidence"])} for word in line["words"]]
+    return [{"points": boxes[i]["points"], "text": boxes[i].get("text", ""),
+             "conf": round(100 * boxes[i].get("text_score", boxes[i]["score"]))}
+            for i in line["boxes"]]
+
+
+def _add_characters(element: ET.Element, word: dict) -> None:
+    """The word's text in ``element``: one ``ocrx_cinfo`` span per character (``bbox``,
+    ``x_conf`` 0-100) when ``word`` has ``characters``, else the plain text."""
+    characters = word.get("characters")
+    if not characters:
+        element.text = word.get("text", "")
+        return
+    for character in characters:
+        cinfo = ET.SubElement(element, "span", {
+            "class": "ocrx_cinfo",
+            "title": f"{_bbox(character['points'])}; x_conf "
+                     f"{round(100 * character['confidence'], 2):g}"})
+        cinfo.text = character["text"]
 
 
 def render(answer: Answer) -> bytes:
@@ -45,7 +73,7 @@ def render(answer: Answer) -> bytes:
             title += f"; scan_res {round(dpi)} {round(dpi)}"
         div = ET.SubElement(body, "div", {"class": "ocr_page", "id": f"page_{number + 1}",
                                           "title": title})
-        boxes, lines = page["boxes"], page["lines"]
+        boxes, lines, words = page["boxes"], page["lines"], 0
         for p, paragraph in enumerate(page["paragraphs"]):
             par = ET.SubElement(div, "p", {"class": "ocr_par", "id": f"par_{number + 1}_{p + 1}",
                                            "title": _bbox(paragraph["points"])})
@@ -56,14 +84,13 @@ def render(answer: Answer) -> bytes:
                 span = ET.SubElement(par, "span", {
                     "class": "ocr_line", "id": f"line_{number + 1}_{index + 1}",
                     "title": f"{_bbox(line['points'])}; baseline 0 0; x_size {height}"})
-                for word_index in line["boxes"]:
-                    box = boxes[word_index]
-                    confidence = round(100 * box.get("text_score", box["score"]))
-                    word = ET.SubElement(span, "span", {
-                        "class": "ocrx_word", "id": f"word_{number + 1}_{word_index + 1}",
-                        "title": f"{_bbox(box['points'])}; x_wconf {confidence}"})
-                    word.text = box.get("text", "")
-                    word.tail = " "
+                for word in _line_words(line, boxes):
+                    words += 1
+                    element = ET.SubElement(span, "span", {
+                        "class": "ocrx_word", "id": f"word_{number + 1}_{words}",
+                        "title": f"{_bbox(word['points'])}; x_wconf {word['conf']}"})
+                    _add_characters(element, word)
+                    element.tail = " "
     declaration = ('<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE html PUBLIC '
                    '"-//W3C//DTD XHTML 1.0 Transitional//EN" '
                    '"http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd">\n')

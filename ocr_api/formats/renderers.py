@@ -14,7 +14,11 @@ without an answer) are always the JSON error shape, whatever format was asked.
 
 from __future__ import annotations
 
+import inspect
+
 from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -55,6 +59,8 @@ class _AnswerRenderer(BaseRenderer):
 
 
 class PlainTextRenderer(_AnswerRenderer):
+    """The whole text in reading order, UTF-8, the pages joined by a form feed."""
+
     media_type = "text/plain"
     format = "text"
     charset = "utf-8"
@@ -64,6 +70,8 @@ class PlainTextRenderer(_AnswerRenderer):
 
 
 class HocrRenderer(_AnswerRenderer):
+    """hOCR 1.2 (XHTML): pages, paragraphs, lines and words with their boxes and confidences."""
+
     media_type = "application/xhtml+xml"
     format = "hocr"
     charset = "utf-8"
@@ -73,6 +81,8 @@ class HocrRenderer(_AnswerRenderer):
 
 
 class SearchablePdfRenderer(_AnswerRenderer):
+    """A searchable PDF: each page's image with the text laid invisibly over it."""
+
     media_type = "application/pdf"
     format = "pdf"
     charset = None
@@ -87,9 +97,23 @@ class SearchablePdfRenderer(_AnswerRenderer):
 RESULT_RENDERERS = [JSONRenderer, PlainTextRenderer, HocrRenderer, SearchablePdfRenderer]
 
 
+def answer_responses(json_response: OpenApiResponse) -> dict:
+    """The OpenAPI 200 of an endpoint answering in :data:`RESULT_RENDERERS`: ``json_response``
+    under JSON, and each other format as what it is (text and hOCR a string, the PDF bytes),
+    described by its renderer's docstring."""
+    responses = {(200, JSONRenderer.media_type): json_response}
+    for renderer in RESULT_RENDERERS[1:]:
+        kind = OpenApiTypes.BINARY if renderer.render_style == "binary" else OpenApiTypes.STR
+        responses[(200, renderer.media_type)] = OpenApiResponse(
+            kind, description=f"`format={renderer.format}`: {inspect.getdoc(renderer)}")
+    return responses
+
+
 class FormatNegotiation(DefaultContentNegotiation):
-    """DRF's content negotiation, with an unknown ``?format=`` answered 406 ``not_acceptable``
-    naming the formats (DRF itself answers it with a bare 404)."""
+    """DRF's content negotiation (every API view's: ``DEFAULT_CONTENT_NEGOTIATION_CLASS``),
+    with its refusals naming what the endpoint offers: an unknown ``?format=`` is 406
+    ``not_acceptable`` listing the formats (DRF itself answers it with a bare 404), and an
+    ``Accept`` header no renderer matches is 406 listing the media types."""
 
     def select_renderer(self, request, renderers, format_suffix=None):
         try:
@@ -99,3 +123,8 @@ class FormatNegotiation(DefaultContentNegotiation):
             raise exceptions.NotAcceptable(
                 f"format {request.query_params.get(self.settings.URL_FORMAT_OVERRIDE)!r} is not "
                 f"available here; use one of: {names}.") from None
+        except exceptions.NotAcceptable:
+            types = ", ".join(renderer.media_type for renderer in renderers)
+            raise exceptions.NotAcceptable(
+                f"Accept {request.headers.get('Accept', '')!r} matches nothing this endpoint "
+                f"answers; it answers: {types} (or ?format=).") from None

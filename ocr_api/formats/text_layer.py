@@ -35,12 +35,14 @@ _MIN_SIZE_PT = 0.5
 
 def lines_of(page: dict) -> list[list[tuple[str, list]]]:
     """A page's lines in reading order, each its words in order as (text, its 4 points in
-    pixels); boxes without text (``recognize=false``) are left out, and so are lone UTF-16
-    surrogates, which no PDF string can carry."""
+    pixels): the line's ``words``, each on its own box (an answer without them, stored before
+    words existed, gives its boxes); boxes without text (``recognize=false``) are left out,
+    and so are lone UTF-16 surrogates, which no PDF string can carry."""
     boxes, found = page["boxes"], []
     for line in page["lines"]:
-        words = [(text, boxes[index]["points"]) for index in line["boxes"]
-                 if (text := _encodable(boxes[index].get("text", "")))]
+        placed = line["words"] if "words" in line else [boxes[index] for index in line["boxes"]]
+        words = [(text, word["points"]) for word in placed
+                 if (text := _encodable(word.get("text", "")))]
         if words:
             found.append(words)
     return found
@@ -97,8 +99,8 @@ def _line(words: list[tuple[str, list]], codes: dict[str, int], scale: float,
     readers (poppler's above all) break words tilted off the axes into letters and reorder
     them. In that direction its words share one baseline and one font size, the line's
     extent across it, as an hOCR line's words do; each word spans its own extent along it,
-    and is followed by a space (but the last), so readers copy the words apart however
-    close they are.
+    and the gap to the next word holds a space (at least :data:`_MIN_SIZE_PT` wide), so
+    readers copy the words apart however close they are.
     """
     pdf_points = [[(x * scale, page_height - y * scale) for x, y in points]
                   for _, points in words]
@@ -113,17 +115,33 @@ def _line(words: list[tuple[str, list]], codes: dict[str, int], scale: float,
         return []
     advance = size * glyphless_font.ADVANCE / glyphless_font.UNITS_PER_EM
     operations = [([], "BT"), ([FONT_RESOURCE, _number(size)], "Tf")]
-    for number, ((text, _), extent) in enumerate(zip(words, along)):
-        start, width = min(extent), max(extent) - min(extent)
-        if width < _MIN_SIZE_PT:
-            continue
-        spaced = text if number == len(words) - 1 else text + " "
-        origin = (start * cos - baseline * sin, start * sin + baseline * cos)
-        operations += [
-            ([_number(100.0 * width / (len(text) * advance), 4)], "Tz"),
-            ([cos, sin, -sin, cos, _number(origin[0]), _number(origin[1])], "Tm"),
-            ([pikepdf.String(b"".join(codes[c].to_bytes(2, "big") for c in spaced))], "Tj")]
+    spans = [[text, min(extent), max(extent)] for (text, _), extent in zip(words, along)
+             if max(extent) - min(extent) >= _MIN_SIZE_PT]
+    for before, after in zip(spans, spans[1:]):
+        # Words whose boxes overlap along the line (a tilted line's neighbours) part in the
+        # middle, a space apart: poppler joins words that overlap, and drops a space that runs
+        # into the next word.
+        if before[2] + _MIN_SIZE_PT > after[1]:
+            middle = (before[2] + after[1]) / 2
+            before[2] = max(before[1] + _MIN_SIZE_PT, middle - _MIN_SIZE_PT / 2)
+            after[1] = min(after[2] - _MIN_SIZE_PT, middle + _MIN_SIZE_PT / 2)
+    for number, (text, start, end) in enumerate(spans):
+        operations += _set(text, start, end - start, baseline, advance, cos, sin, codes)
+        if number + 1 < len(spans):
+            gap_end = max(spans[number + 1][1], end + _MIN_SIZE_PT / 2)
+            operations += _set(" ", end, gap_end - end, baseline, advance, cos, sin, codes)
     return operations + [([], "ET")]
+
+
+def _set(text: str, start: float, width: float, baseline: float, advance: float, cos: int,
+         sin: int, codes: dict[str, int]) -> list[tuple[list, str]]:
+    """Operators that set ``text`` from ``start`` along the line (points, in the line's
+    frame) on ``baseline``, scaled (``Tz``) to span ``width`` points; ``advance`` is a
+    character's width at scale 100."""
+    origin = (start * cos - baseline * sin, start * sin + baseline * cos)
+    return [([_number(100.0 * width / (len(text) * advance), 4)], "Tz"),
+            ([cos, sin, -sin, cos, _number(origin[0]), _number(origin[1])], "Tm"),
+            ([pikepdf.String(b"".join(codes[c].to_bytes(2, "big") for c in text))], "Tj")]
 
 
 def _number(value: float, places: int = 2) -> float:

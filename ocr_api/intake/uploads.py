@@ -39,38 +39,43 @@ def check_declared_length(request, limit: int) -> None:
         raise errors.PayloadTooLarge(f"The body is {declared} bytes; the limit is {limit}.")
 
 
-def check_image_size(size: int) -> None:
-    """Raises :class:`errors.PayloadTooLarge` for an image over ``OCR_MAX_UPLOAD_BYTES``."""
-    if size > settings.OCR_MAX_UPLOAD_BYTES:
-        raise errors.PayloadTooLarge(
-            f"The image is {size} bytes; the limit is {settings.OCR_MAX_UPLOAD_BYTES}.")
+def check_image_size(size: int, limit: int | None = None) -> None:
+    """Raises :class:`errors.PayloadTooLarge` for an upload over ``limit`` bytes (default
+    ``OCR_MAX_UPLOAD_BYTES``)."""
+    limit = settings.OCR_MAX_UPLOAD_BYTES if limit is None else limit
+    if size > limit:
+        raise errors.PayloadTooLarge(f"The upload is {size} bytes; the limit is {limit}.")
 
 
-def single_image(request) -> bytes:
-    """The image of ``POST /api/ocr``: multipart field ``image`` or the raw body.
+def single_image(request, limit: int | None = None) -> bytes:
+    """The one upload of ``POST /api/ocr`` or ``/api/jobs``: multipart field ``image`` or the
+    raw body, at most ``limit`` bytes (default ``OCR_MAX_UPLOAD_BYTES``).
 
     Raises:
-        errors.MissingImage: a multipart body without an ``image`` file.
+        errors.MissingImage: no ``image`` file in a multipart body, or nothing uploaded (an
+            empty body or a zero-byte file).
         errors.InvalidParameter: several ``image`` files.
-        errors.PayloadTooLarge: the image is over the cap.
+        errors.PayloadTooLarge: the upload is over ``limit``.
     """
     data = request.data
     if isinstance(data, bytes):
         image = data
     elif not request.content_type.startswith("multipart/"):
-        image = b""  # an empty raw body: DRF runs no parser on it; sniffing says 415
+        image = b""  # an empty raw body: DRF runs no parser on it
     else:
         uploads = request.FILES.getlist("image")
         if not uploads:
             raise errors.MissingImage()
         if len(uploads) > 1:
             raise errors.InvalidParameter(
-                f"image: {len(uploads)} images sent; /api/ocr takes one "
-                "(several go to /api/ocr/batch).", field="image")
+                f"image: {len(uploads)} files sent; this endpoint takes one "
+                "(several images go to /api/ocr/batch).", field="image")
         upload = uploads[0]
-        check_image_size(upload.size)
+        check_image_size(upload.size, limit)
         image = upload.read()
-    check_image_size(len(image))
+    if not image:
+        raise errors.EmptyUpload()
+    check_image_size(len(image), limit)
     return image
 
 

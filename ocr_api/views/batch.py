@@ -82,6 +82,8 @@ class OcrBatchView(OcrEndpoint):
             self._opened = []
             for upload in request.FILES.getlist("images"):
                 try:
+                    if not upload.size:
+                        raise errors.EmptyUpload()
                     uploads.check_image_size(upload.size)
                     self._opened.append(documents.open_document(upload.read(),
                                                                 settings.OCR_MAX_PAGES))

@@ -9,6 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ..inference import get_client
+from ..serializers import error_responses
 
 
 class HealthView(APIView):
@@ -18,7 +19,7 @@ class HealthView(APIView):
     permission_classes = [AllowAny]
 
     @extend_schema(operation_id="health", summary="Liveness probe",
-                   responses={200: OpenApiTypes.OBJECT})
+                   responses={200: OpenApiTypes.OBJECT, **error_responses()})
     def get(self, request):
         return Response({"status": "ok"})
 
@@ -31,7 +32,8 @@ class ReadyView(APIView):
     permission_classes = [AllowAny]
 
     @extend_schema(operation_id="ready", summary="Readiness probe",
-                   responses={200: OpenApiTypes.OBJECT, 503: OpenApiTypes.OBJECT})
+                   responses={200: OpenApiTypes.OBJECT, 503: OpenApiTypes.OBJECT,
+                              **error_responses()})
     def get(self, request):
         client = get_client()
         replicas_ready, replicas = client.replicas_ready()

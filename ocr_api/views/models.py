@@ -11,6 +11,7 @@ from ocr_inference.model_control import ModelControl, ModelControlError
 from ocr_inference.triton_metrics import engine_info
 
 from .. import errors
+from ..serializers import error_responses
 from .base import OcrEndpoint
 
 
@@ -48,7 +49,7 @@ class ModelsView(APIView):
     authentication_classes = OcrEndpoint.authentication_classes
 
     @extend_schema(operation_id="models", summary="Served models and versions",
-                   responses={200: ModelListSerializer})
+                   responses={200: ModelListSerializer, **error_responses(401, 403, 503)})
     def get(self, request):
         try:
             index = ModelControl(settings.TRITON_GRPC_URL, timeout_s=5).index()

@@ -12,7 +12,7 @@ from ocr_contract.parameters import RECOGNIZE
 
 from .. import errors, inference
 from ..answer import build_answer
-from ..formats.renderers import RESULT_RENDERERS, AnswerResponse, FormatNegotiation
+from ..formats.renderers import RESULT_RENDERERS, AnswerResponse, answer_responses
 from ..intake import documents, uploads
 from ..serializers import (SINGLE_UPLOAD_REQUEST, TOO_MANY_PAGES_NOTE, OcrParametersSerializer,
                            OcrResponseSerializer, error_responses, jobs_link_header)
@@ -30,7 +30,6 @@ class OcrView(OcrEndpoint):
     measured by :class:`OcrEndpoint`."""
 
     renderer_classes = RESULT_RENDERERS
-    content_negotiation_class = FormatNegotiation
 
     def opened(self, request) -> documents.Document:
         """The upload, opened once per request (:func:`ocr_api.intake.documents.open_document`).
@@ -85,8 +84,8 @@ class OcrView(OcrEndpoint):
             "by the `Accept` header; errors are always JSON."),
         parameters=[OcrParametersSerializer, jobs_link_header(413)],
         request=SINGLE_UPLOAD_REQUEST,
-        responses={200: OpenApiResponse(OcrResponseSerializer, examples=[
-            OpenApiExample("korean.png, language=ko", value=EXAMPLE_ANSWER)]),
+        responses={**answer_responses(OpenApiResponse(OcrResponseSerializer, examples=[
+            OpenApiExample("korean.png, language=ko", value=EXAMPLE_ANSWER)])),
             **error_responses(400, 401, 403, 413, 415, 429, 500, 502, 503, 504,
                               notes={413: TOO_MANY_PAGES_NOTE})},
     )

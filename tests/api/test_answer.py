@@ -6,7 +6,7 @@ import pytest
 
 from ocr_api.answer import Answer, build_answer, rendered_dpi
 from ocr_api.intake.documents import Document
-from ocr_inference.client import OcrResult
+from ocr_inference.client import OcrResult, Words
 
 
 def result(width=200, height=100, texts=("Hello", "world"), version="1") -> OcrResult:
@@ -21,7 +21,9 @@ def result(width=200, height=100, texts=("Hello", "world"), version="1") -> OcrR
                      line_of_box=np.array([0, 0], np.int32),
                      line_boxes=np.array([[[10, 10], [120, 10], [120, 31], [10, 31]]],
                                          np.float32),
-                     paragraph_of_line=np.array([0], np.int32))
+                     paragraph_of_line=np.array([0], np.int32),
+                     words=Words(boxes[:, [0, 1, 2, 3]] + np.float32(0.5), list(texts),
+                                 np.array([0.875, 0.5], np.float32), np.array([0, 1], np.int32)))
 
 
 def test_an_image_answers_its_page_at_the_top_level():
@@ -35,8 +37,13 @@ def test_an_image_answers_its_page_at_the_top_level():
                                 "score": 0.9123, "text": "Hello", "text_score": 0.99}
     assert body["lines"] == [{"points": [[10.0, 10.0], [120.0, 10.0], [120.0, 31.0],
                                          [10.0, 31.0]], "boxes": [0, 1],
-                              "text": "Hello world"}]
+                              "text": "Hello world", "confidence": 0.6875, "words": [
+        {"points": [[10.5, 10.5], [60.5, 10.5], [60.5, 30.5], [10.5, 30.5]], "text": "Hello",
+         "confidence": 0.875, "box": 0},
+        {"points": [[70.5, 12.5], [120.5, 12.5], [120.5, 31.5], [70.5, 31.5]], "text": "world",
+         "confidence": 0.5, "box": 1}]}]
     assert body["paragraphs"][0]["lines"] == [0]
+    assert body["paragraphs"][0]["confidence"] == 0.6875
     # The formats read the page as it was built, never the flattened body.
     assert answer.pages[0]["page"] == 1 and answer.pages[0]["width"] == 200
     assert (answer.text, answer.dpis) == ("Hello world", [None])
@@ -62,6 +69,8 @@ def test_without_recognition_there_is_no_text():
     body = answer.body()
     assert "text" not in body and answer.text is None
     assert all("text" not in box for page in body["pages"] for box in page["boxes"])
+    assert all("words" not in line and "confidence" not in line
+               for page in body["pages"] for line in page["lines"])
     assert answer.dpis == [None, None]
 
 
@@ -69,3 +78,18 @@ def test_an_answer_needs_one_result_per_page():
     with pytest.raises(ValueError):
         build_answer(Document("PDF", 2, b""), [result()], recognized=True)
     assert isinstance(build_answer(Document("PNG", 1, b""), [result()], True), Answer)
+
+
+def test_characters_go_inside_their_words_when_asked_for():
+    read = result()
+    letters = Words(np.repeat(read.words.boxes[:1], 5, axis=0), list("Hello"),
+                    np.array([0.9, 0.875, 0.9, 0.9, 0.95], np.float32),
+                    np.zeros(5, np.int32))
+    with_characters = OcrResult(**{**vars(read), "characters": letters})
+    [line] = build_answer(Document("PNG", 1, b""), [with_characters], True).body()["lines"]
+    hello, world = line["words"]
+    assert [(c["text"], c["confidence"]) for c in hello["characters"]] == \
+        [("H", 0.9), ("e", 0.875), ("l", 0.9), ("l", 0.9), ("o", 0.95)]
+    assert world["characters"] == []
+    [line] = build_answer(Document("PNG", 1, b""), [read], True).body()["lines"]
+    assert all("characters" not in word for word in line["words"])

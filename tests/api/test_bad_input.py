@@ -47,8 +47,8 @@ def form(data: bytes | None, query: str = "", **fields):
 # (case name, request, expected status, expected code, expected field or None)
 CORPUS = [
     ("no image field", form(None, note="hello"), 400, "missing_image", None),
-    ("empty raw body", raw(b""), 415, "unsupported_media_type", None),
-    ("empty file", form(b""), 415, "unsupported_media_type", None),
+    ("empty raw body", raw(b""), 400, "missing_image", None),
+    ("empty file", form(b""), 400, "missing_image", None),
     ("plain text", form(b"just some words\n"), 415, "unsupported_media_type", None),
     ("broken pdf", form(b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\n%%EOF"), 400,
      "document_undecodable", None),

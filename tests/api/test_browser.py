@@ -209,6 +209,27 @@ def test_demo_draws_every_box_where_the_api_put_it(open_page, api_key, artifacts
     assert_real_png(artifacts / "demo.png", DESKTOP["width"], DESKTOP["height"])
 
 
+def test_demo_draws_each_word_on_its_own_box_when_asked(open_page, api_key):
+    page = open_page("/")
+    page.fill("#api-key", api_key[1])
+    body = upload(page, IMAGES / "english.png")
+    words = [word for line in body["lines"] for word in line["words"]]
+    assert len(words) > len(body["boxes"])          # a line's box holds several words
+
+    page.check("#show-words")
+    drawn = page.evaluate("""() => Array.from(document.querySelectorAll(
+        "#overlay polygon.word")).map(p => [p.getAttribute("points"),
+                                            p.querySelector("title").textContent])""")
+    assert [[[float(v) for v in corner.split(",")] for corner in points.split()]
+            for points, _ in drawn] == [word["points"] for word in words]
+    assert [title.split("“")[1].split("”")[0] for _, title in drawn] == [
+        word["text"] for word in words]
+    assert page.locator("#overlay polygon.box").count() == 0
+    page.uncheck("#show-words")
+    assert page.locator("#overlay polygon.box").count() == len(body["boxes"])
+    assert page.locator("#overlay polygon.word").count() == 0
+
+
 def test_exif_rotated_photo_on_a_phone_screen(open_page, api_key, artifacts, tmp_path):
     # A camera's raw pixels, lying on their side, with "rotate 90° to view" in EXIF.
     photo = tmp_path / "korean-rotated.jpg"

@@ -112,11 +112,11 @@ def test_hocr_format_parses_with_every_word_and_its_box(api_client, answer, two_
                                                "bbox 0 0 1638 1042; ppageno 1; scan_res 200 200"]
     words = pages[0].findall(f".//{XHTML}span[@class='ocrx_word']")
     expected = answer.json()["pages"][0]
-    assert [w.text for w in words] == [expected["boxes"][i]["text"]
-                                       for line in expected["lines"] for i in line["boxes"]]
-    first_box = expected["boxes"][expected["lines"][0]["boxes"][0]]["points"]
+    assert [w.text for w in words] == [word["text"] for line in expected["lines"]
+                                       for word in line["words"]]
+    first_word = expected["lines"][0]["words"][0]["points"]
     assert words[0].get("title").startswith(
-        f"bbox {round(first_box[0][0])} {round(min(p[1] for p in first_box))} ")
+        f"bbox {round(min(p[0] for p in first_word))} {round(min(p[1] for p in first_word))} ")
     assert len(pages[0].findall(f".//{XHTML}p[@class='ocr_par']")) == len(expected["paragraphs"])
     # ocrmypdf, a reader of hOCR, takes it too.
     single = tmp_path / "page.hocr"

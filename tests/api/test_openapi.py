@@ -23,7 +23,8 @@ def test_schema_lists_every_endpoint_and_error_code(client):
     document = client.get("/api/schema?format=json").json()
     assert set(document["paths"]) == {"/api/ocr", "/api/ocr/batch", "/api/models",
                                       "/api/health", "/api/ready", "/api/jobs",
-                                      "/api/jobs/{job_id}", "/api/jobs/{job_id}/result"}
+                                      "/api/jobs/{job_id}", "/api/jobs/{job_id}/result",
+                                      "/v1/images:annotate", "/v1/files:annotate"}
     codes = document["components"]["schemas"]["CodeEnum"]["enum"]
     assert sorted(codes) == sorted(ERROR_CODES)
     ocr = document["paths"]["/api/ocr"]["post"]
@@ -32,7 +33,22 @@ def test_schema_lists_every_endpoint_and_error_code(client):
     # "image/*" (openapi-python-client) still give their clients a raw upload.
     assert list(ocr["requestBody"]["content"]) == [
         "multipart/form-data", "image/*", "application/pdf", "application/octet-stream"]
-    example = ocr["responses"]["200"]["content"]["application/json"]["examples"]
+    # Each format of the answer as what it is; errors as JSON only, 406 everywhere.
+    content = ocr["responses"]["200"]["content"]
+    assert {media: schema["schema"] for media, schema in list(content.items())[1:]} == {
+        "text/plain": {"type": "string"}, "application/xhtml+xml": {"type": "string"},
+        "application/pdf": {"type": "string", "format": "binary"}}
+    result = document["paths"]["/api/jobs/{job_id}/result"]["get"]["responses"]
+    assert list(result["200"]["content"]) == list(content)
+    for path, methods in document["paths"].items():
+        for method, operation in methods.items():
+            assert "406" in operation["responses"], (path, method)
+            for status, response in operation["responses"].items():
+                if status >= "400":
+                    assert list(response["content"]) == ["application/json"], (path, status)
+    assert "404 `not_found`" in document["info"]["description"]
+    assert "405 `method_not_allowed`" in document["info"]["description"]
+    example = content["application/json"]["examples"]
     assert len(next(iter(example.values()))["value"]["boxes"]) == 6
     assert document["components"]["securitySchemes"]["ApiKeyAuth"]["in"] == "header"
 

@@ -46,11 +46,15 @@ def test_config_takes_the_gateway_limits_and_strips_the_marker_header():
     assert f"client_max_body_size {90000 + slack};" in jobs
     ocr = config.split("location = /api/ocr {", 1)[1].split("}", 1)[0]
     assert f"client_max_body_size {1000 + slack};" in ocr
+    # Cloud Vision's routes take the batch's bytes as base64 in JSON: 4/3 of them.
+    for route in ("images", "files"):
+        vision = config.split(f"location = /v1/{route}:annotate {{", 1)[1].split("}", 1)[0]
+        assert f"client_max_body_size {6668 + slack};" in vision
     assert "client_header_timeout 7s;" in config and "limit_conn ocr_per_address 9;" in config
     assert "proxy_read_timeout 120s;" in config          # twice the inference deadline + 30 s
     assert "server gateway:8000;" in config and "listen 8080;" in config
     # Every location that proxies clears the marker; only the refusal sets it.
-    assert config.count(f'proxy_set_header {limits.BODY_OVER_LIMIT_HEADER} "";') == 4
+    assert config.count(f'proxy_set_header {limits.BODY_OVER_LIMIT_HEADER} "";') == 6
     assert config.count(f'proxy_set_header {limits.BODY_OVER_LIMIT_HEADER} "1";') == 1
 
 

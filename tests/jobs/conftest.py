@@ -112,8 +112,16 @@ class JobsStack:
 
     # --- the database and logs --------------------------------------------------------
     def query(self, sql: str, *args) -> list[tuple]:
-        with sqlite3.connect(self.var / "db.sqlite3", timeout=30) as db:
-            return db.execute(sql, args).fetchall()
+        """Run ``sql`` (``?`` placeholders) on the stack's database, SQLite or PostgreSQL."""
+        url = self.env["DATABASE_URL"]
+        if url.startswith("sqlite"):
+            with sqlite3.connect(self.var / "db.sqlite3", timeout=30) as db:
+                return db.execute(sql, args).fetchall()
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as db:
+            cursor = db.execute(sql.replace("?", "%s"), args)
+            return cursor.fetchall() if cursor.description else []
 
     def pages(self, job_id: str) -> list[tuple]:
         """(number, status, deliveries, worker_pid) of every page."""
@@ -138,8 +146,9 @@ def jobs_stack(triton, tmp_path_factory):
     keys ``a``, ``b`` and ``quota`` (a daily quota of 50 pages). Webhooks may go to
     http://127.0.0.1."""
     var = tmp_path_factory.mktemp("jobs-stack")
+    database_url = fresh_database(var)
     redis = RedisServer(var / "redis").start()
-    env = {"OCR_VAR_DIR": str(var), "DATABASE_URL": f"sqlite:///{var / 'db.sqlite3'}",
+    env = {"OCR_VAR_DIR": str(var), "DATABASE_URL": database_url,
            "DJANGO_SECRET_KEY": "jobs-tests", "OCR_BROKER_URL": redis.url,
            "TRITON_GRPC_URL": triton.grpc_url, "TRITON_METRICS_URL": triton.metrics_url,
            "TRITON_TIMEOUT_S": "180", "OCR_JOB_HEARTBEAT_S": "5", "OCR_JOB_WINDOW": "4",
@@ -147,6 +156,7 @@ def jobs_stack(triton, tmp_path_factory):
            "OCR_JOB_WORKER_THREADS": "2", "PROMETHEUS_MULTIPROC_DIR": ""}
     env.pop("PROMETHEUS_MULTIPROC_DIR")
     manage(["migrate", "--noinput"], env)
+    manage(["collectstatic", "--noinput", "--verbosity", "0"], env)    # the demo page's
     keys = json.loads(manage(["shell", "-c", _MAKE_KEYS], env).split("KEYS ", 1)[1])
     workers = JobWorkers(MANAGE, env=env, processes=1, threads=2,
                          log_path=var / "workers.log").start()
@@ -156,3 +166,30 @@ def jobs_stack(triton, tmp_path_factory):
         yield stack
     finally:
         stack.stop()
+        drop_database(database_url)
+
+
+def fresh_database(var: Path) -> str:
+    """The stack's own database: a SQLite file in ``var``, or, when the tests run on PostgreSQL
+    (``DATABASE_URL`` is a ``postgres://`` URL, as in .ci/run's PostgreSQL pass), a new
+    database on that server (its role may create databases), where ``select_for_update`` and
+    concurrent workers behave as in production."""
+    url = os.environ.get("DATABASE_URL", "")
+    if not url.startswith(("postgres://", "postgresql://")):
+        return f"sqlite:///{var / 'db.sqlite3'}"
+    import psycopg
+
+    name = f"ocr_jobs_{var.name.replace('-', '_').lower()}_{os.getpid()}"
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute(f'CREATE DATABASE "{name}"')
+    return url.rsplit("/", 1)[0] + "/" + name
+
+
+def drop_database(url: str) -> None:
+    if url.startswith("sqlite"):
+        return
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as db:
+        db.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

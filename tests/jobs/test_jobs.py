@@ -76,8 +76,12 @@ def test_job_end_to_end(jobs_stack):
     assert pdf.headers["Content-Type"] == "application/pdf"
     assert len(pikepdf.open(io.BytesIO(pdf.data)).pages) == 3
 
-    bad = jobs_stack.request("GET", f"/api/jobs/{job['id']}/result?pages=2-9")
-    assert bad.status == 400 and bad.json()["error"]["field"] == "pages"
+    cut = jobs_stack.request("GET", f"/api/jobs/{job['id']}/result?pages=2-50").json()
+    assert cut["pages_range"] == [2, 3] and cut["next"] is None
+    bad = jobs_stack.request("GET", f"/api/jobs/{job['id']}/result?pages=4-9")
+    assert bad.status == 400 and bad.json()["error"] == {
+        "code": "invalid_parameter", "message": "pages: the document has pages 1-3.",
+        "field": "pages"}
     # One audit row, sizes only.
     [(status, pages, chars)] = jobs_stack.query(
         "SELECT http_status, page_count, char_count FROM ocr_api_ocrrequest "

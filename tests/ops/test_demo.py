@@ -66,7 +66,11 @@ def test_banner_names_the_demo_page_docs_admin_and_how_to_make_a_user():
     assert "API key:    abc.def" in lines
     assert "expires 2031-05-04 12:30 UTC" in text
     assert ("  curl -s -H 'Authorization: Api-Key abc.def' "
-            "-F image=@tests/data/images/korean.png http://localhost:8000/api/ocr") in lines
+            "-F image=@tests/data/images/korean.png -F language=ko "
+            "http://localhost:8000/api/ocr") in lines
+    assert ("  curl -s -H 'Authorization: Api-Key abc.def' "
+            "-F image=@tests/data/documents/ocrmypdf_linn.pdf http://localhost:8000/api/jobs"
+            ) in lines
     assert "API docs:   http://localhost:8000/api/docs" in lines
     assert (f"Admin:      http://localhost:8000/admin/  (no user yet: {demo.manage_py()} "
             "createsuperuser)") in lines

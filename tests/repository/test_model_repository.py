@@ -10,7 +10,8 @@ from tritonclient.grpc import model_config_pb2
 
 from ocr_contract.parameters import (LINK_THRESHOLD, LOW_TEXT, PARAMETERS, REFINE,
                                      TEXT_THRESHOLD)
-from ocr_contract.tensors import (BLS_CALLS, CRAFT_MODEL, ENSEMBLE, IMAGE_BYTES, OUTPUTS, PAGE,
+from ocr_contract.tensors import (BLS_CALLS, CHARACTER_OUTPUTS, CRAFT_MODEL, ENSEMBLE,
+                                  IMAGE_BYTES, OUTPUTS, PAGE,
                                   POSTPROCESS_MODEL, RECOGNIZE_MODEL, RECOGNIZER_INPUT,
                                   RECOGNIZER_MODEL, RECOGNIZER_OUTPUT, REFINENET_MODEL)
 from ocr_pipeline import detection
@@ -114,7 +115,7 @@ def test_ensemble_declares_the_contracts_tensors():
     for parameter in PARAMETERS:   # every parameter is an optional [1] input
         expected[("input", parameter.tensor)] = (config_type(parameter.dtype), [1], True)
     expected[("input", PAGE.name)] = (config_type(PAGE.dtype), list(PAGE.dims), True)
-    for tensor in OUTPUTS:
+    for tensor in OUTPUTS + CHARACTER_OUTPUTS:
         expected[("output", tensor.name)] = (config_type(tensor.dtype), list(tensor.dims), False)
     assert tensor_contract(load_config(ENSEMBLE, "cpu")) == expected
 

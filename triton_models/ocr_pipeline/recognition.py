@@ -63,6 +63,28 @@ def expand_box(box: np.ndarray, width: int, height: int,
     return np.clip(grown, 0, [width, height]).astype(np.float32)
 
 
+def crop_geometry(box: np.ndarray) -> tuple[np.ndarray, int, int, bool]:
+    """How :func:`crop_box` cuts a box: the perspective warp and whether it turns the crop.
+
+    Args:
+        box: float32 ``[4, 2]`` corners (x, y) in the image's pixels, clockwise from the
+            top-left.
+
+    Returns:
+        ``(matrix, width, height, turned)``: float64 ``[3, 3]`` homography from the image's
+        pixels to the warped rectangle's (``cv2.getPerspectiveTransform``), the rectangle's
+        size in pixels (the box's longer opposite sides, at least 1), and True when the
+        rectangle is turned 90 degrees counter-clockwise (``height >= TALL_RATIO * width``).
+    """
+    box = np.asarray(box, dtype=np.float32)
+    width = max(1, int(round(max(np.linalg.norm(box[0] - box[1]),
+                                 np.linalg.norm(box[3] - box[2])))))
+    height = max(1, int(round(max(np.linalg.norm(box[0] - box[3]),
+                                  np.linalg.norm(box[1] - box[2])))))
+    target = np.array([[0, 0], [width, 0], [width, height], [0, height]], dtype=np.float32)
+    return cv2.getPerspectiveTransform(box, target), width, height, height >= TALL_RATIO * width
+
+
 def crop_box(image: np.ndarray, box: np.ndarray) -> np.ndarray:
     """Cut one box out of an image and make it a horizontal text line.
 
@@ -74,20 +96,34 @@ def crop_box(image: np.ndarray, box: np.ndarray) -> np.ndarray:
     Returns:
         uint8 ``[h, w, 3]`` RGB: the quadrilateral warped to a rectangle whose sides are the
         box's longer opposite sides (at least 1 pixel), rotated 90 degrees counter-clockwise
-        when ``h >= TALL_RATIO * w``.
+        when ``h >= TALL_RATIO * w`` (:func:`crop_geometry`; :func:`crop_to_image` maps the
+        crop's pixels back).
     """
-    box = np.asarray(box, dtype=np.float32)
-    width = max(1, int(round(max(np.linalg.norm(box[0] - box[1]),
-                                 np.linalg.norm(box[3] - box[2])))))
-    height = max(1, int(round(max(np.linalg.norm(box[0] - box[3]),
-                                  np.linalg.norm(box[1] - box[2])))))
-    target = np.array([[0, 0], [width, 0], [width, height], [0, height]], dtype=np.float32)
-    matrix = cv2.getPerspectiveTransform(box, target)
+    matrix, width, height, turned = crop_geometry(box)
     crop = cv2.warpPerspective(image, matrix, (width, height), flags=cv2.INTER_CUBIC,
                                borderMode=cv2.BORDER_REPLICATE)
-    if height >= TALL_RATIO * width:
+    if turned:
         crop = np.ascontiguousarray(np.rot90(crop))
     return crop
+
+
+def crop_to_image(points: np.ndarray, box: np.ndarray) -> np.ndarray:
+    """Points of :func:`crop_box`'s crop of ``box`` in the image's pixels: the crop's turn
+    undone, then the inverse of its perspective warp (``cv2.perspectiveTransform``).
+
+    Args:
+        points: float ``[N, 2]`` (x, y) in the crop's pixels (as :func:`crop_box` returns it).
+        box: the float32 ``[4, 2]`` box the crop was cut from.
+
+    Returns:
+        float32 ``[N, 2]`` (x, y) in the image's pixels.
+    """
+    matrix, width, _, turned = crop_geometry(box)
+    p = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    if turned:  # np.rot90 (counter-clockwise): crop (x, y) = warped (y, width - x)
+        p = np.stack([width - p[:, 1], p[:, 0]], axis=1)
+    back = cv2.perspectiveTransform(p.reshape(-1, 1, 2), np.linalg.inv(matrix))
+    return back.reshape(-1, 2).astype(np.float32)
 
 
 def resized_width(crop: np.ndarray, height: int = HEIGHT) -> int:
@@ -159,12 +195,60 @@ def load_dictionary(path: str | Path) -> list[str]:
 
 
 @dataclass(frozen=True)
+class Glyph:
+    """One character as the recognizer emitted it.
+
+    Attributes:
+        text: the character (a dictionary class; ``" "`` for the space class).
+        first, last: the first and last CTC step of its run (inclusive); step ``t`` covers
+            the recognizer input's columns ``[WIDTH_STEP * t, WIDTH_STEP * (t + 1))``.
+        score: its probability, 0..1: the highest softmax of its class over its run.
+    """
+
+    text: str
+    first: int
+    last: int
+    score: float
+
+
+@dataclass(frozen=True)
+class Span:
+    """A piece of text at a place in a crop (a word or a character), in the crop's pixels.
+
+    Attributes:
+        text: the text.
+        left, right: its columns, pixels from the crop's left edge (``left <= right``).
+        top, bottom: its rows, pixels from the crop's top (None: the crop's full height).
+        score: confidence, 0..1.
+    """
+
+    text: str
+    left: float
+    right: float
+    score: float
+    top: float | None = None
+    bottom: float | None = None
+
+
+@dataclass(frozen=True)
 class Reading:
     """One crop's text and its confidence (mean probability of the kept CTC steps, 0..1;
-    0 for an empty text)."""
+    0 for an empty text).
+
+    Attributes:
+        glyphs: the CTC characters (:class:`Glyph`, spaces included) of the recognizer's
+            reading, in order, those that :attr:`text` strips at either end left out; empty
+            for Tesseract's readings.
+        words: Tesseract's own words (:class:`Span`, in the pixels of the line image or
+            crop it read); empty for the recognizer's.
+        characters: per word of :attr:`words` (same index), Tesseract's symbols in it.
+    """
 
     text: str
     score: float
+    glyphs: tuple[Glyph, ...] = ()
+    words: tuple[Span, ...] = ()
+    characters: tuple[tuple[Span, ...], ...] = ()
 
 
 def ctc_greedy(probabilities: np.ndarray, classes: list[str]) -> list[Reading]:
@@ -176,7 +260,8 @@ def ctc_greedy(probabilities: np.ndarray, classes: list[str]) -> list[Reading]:
         classes: ``C`` strings from :func:`load_dictionary`.
 
     Returns:
-        one :class:`Reading` per row, spaces at either end stripped.
+        one :class:`Reading` per row, spaces at either end stripped, with its
+        :attr:`Reading.glyphs` (where along the input each character was emitted).
 
     Raises:
         ValueError: ``C`` is not ``len(classes)``.
@@ -193,5 +278,16 @@ def ctc_greedy(probabilities: np.ndarray, classes: list[str]) -> list[Reading]:
         keep &= row != 0
         text = "".join(classes[i] for i in row[keep])
         score = float(conf[keep].mean()) if keep.any() else 0.0
-        readings.append(Reading(text.strip(), score if text.strip() else 0.0))
+        glyphs = []
+        for first in np.flatnonzero(keep):
+            last = first
+            while last + 1 < len(row) and row[last + 1] == row[first]:
+                last += 1
+            glyphs.append(Glyph(classes[row[first]], int(first), int(last),
+                                float(conf[first:last + 1].max())))
+        while glyphs and not glyphs[0].text.strip():
+            glyphs.pop(0)
+        while glyphs and not glyphs[-1].text.strip():
+            glyphs.pop()
+        readings.append(Reading(text.strip(), score if text.strip() else 0.0, tuple(glyphs)))
     return readings

@@ -14,7 +14,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from .recognition import Reading
+from .recognition import Reading, Span
 
 #: Height Tesseract's crops are scaled to, pixels: its LSTM models read best with text lines
 #: some 30-60 pixels high.
@@ -32,6 +32,13 @@ def line_image(crop: np.ndarray) -> np.ndarray:
     gray = cv2.cvtColor(crop, cv2.COLOR_RGB2GRAY) if crop.ndim == 3 else crop
     width = max(1, round(gray.shape[1] * HEIGHT / gray.shape[0]))
     return cv2.resize(gray, (width, HEIGHT), interpolation=cv2.INTER_CUBIC)
+
+
+def _span(text: str, box: tuple[int, int, int, int], confidence: float) -> Span:
+    """A Tesseract box ``(x0, y0, x1, y1)`` in the bordered image as a :class:`Span` of the
+    line image (the :data:`BORDER` taken off), confidence 0..100 as 0..1."""
+    x0, y0, x1, y1 = (float(v) - BORDER for v in box)
+    return Span(text, x0, x1, max(0.0, min(1.0, confidence / 100.0)), y0, y1)
 
 
 class TesseractReader:
@@ -78,7 +85,9 @@ class TesseractReader:
 
         Returns:
             one :class:`~ocr_pipeline.recognition.Reading` per line; the score is Tesseract's
-            mean word confidence / 100.
+            mean word confidence / 100; its ``words`` and ``characters`` are Tesseract's own
+            word and symbol boxes (its result iterator at ``RIL.WORD`` / ``RIL.SYMBOL``) in
+            the pixels of the line image given, confidences / 100.
 
         Raises:
             RuntimeError: Tesseract cannot load ``languages`` (missing language data).
@@ -92,8 +101,35 @@ class TesseractReader:
                                         cv2.BORDER_REPLICATE)
             engine.SetImage(Image.fromarray(padded))
             text = " ".join(engine.GetUTF8Text().split())
-            readings.append(Reading(text, engine.MeanTextConf() / 100.0 if text else 0.0))
+            words, characters = self._boxes(engine) if text else ((), ())
+            readings.append(Reading(text, engine.MeanTextConf() / 100.0 if text else 0.0,
+                                    words=words, characters=characters))
         return readings
+
+    def _boxes(self, engine) -> tuple[tuple[Span, ...], tuple[tuple[Span, ...], ...]]:
+        """The words of the last recognised line and each word's symbols, as spans in the
+        line image's pixels (the :data:`BORDER` taken off)."""
+        ril = self._tesserocr.RIL
+        words: list[Span] = []
+        characters: list[list[Span]] = []
+        iterator = engine.GetIterator()
+        if iterator is None:
+            return (), ()
+        while True:
+            text = iterator.GetUTF8Text(ril.SYMBOL)
+            box = iterator.BoundingBox(ril.SYMBOL)
+            if iterator.IsAtBeginningOf(ril.WORD):
+                word_text = iterator.GetUTF8Text(ril.WORD)
+                word_box = iterator.BoundingBox(ril.WORD)
+                if word_text and word_text.strip() and word_box:
+                    words.append(_span(word_text.strip(), word_box,
+                                       iterator.Confidence(ril.WORD)))
+                    characters.append([])
+            if words and text and text.strip() and box:
+                characters[-1].append(_span(text, box, iterator.Confidence(ril.SYMBOL)))
+            if not iterator.Next(ril.SYMBOL):
+                break
+        return tuple(words), tuple(tuple(c) for c in characters)
 
     def close(self) -> None:
         """End every engine."""

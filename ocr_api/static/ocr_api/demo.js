@@ -1,6 +1,10 @@
 /* OCR demo page: send one image or PDF to POST /api/ocr, draw the boxes and their text over it
  * (a document's pages one below the other), show the whole text ready to copy, and download the
  * answer as text, hOCR or a searchable PDF (the same upload sent again with ?format=).
+ * A document over the synchronous page limit (413 too_many_pages) is sent again as a job
+ * (POST /api/jobs): a progress bar follows it (GET /api/jobs/<id>, as often as Retry-After
+ * says), a button cancels it, and its result is fetched part by part (the "next" links) and
+ * shown like a document; downloads then come from the job's result.
  *
  * Plain JavaScript, no build step, no third-party code. The API key lives in sessionStorage
  * only (gone when the tab closes); staff can use their admin session instead, which DRF
@@ -48,6 +52,7 @@
 
   var form = document.getElementById("ocr-form");
   var apiUrl = form.dataset.apiUrl;
+  var jobsUrl = form.dataset.jobsUrl;
   var csrfToken = document.querySelector('meta[name="csrf-token"]').content;
   var fileInput = document.getElementById("image-input");
   var dropZone = document.getElementById("drop-zone");
@@ -67,8 +72,16 @@
   var copyStatus = document.getElementById("copy-status");
   var pagesBox = document.getElementById("pages");
   var downloadStatus = document.getElementById("download-status");
+  var jobRow = document.getElementById("job-row");
+  var jobProgress = document.getElementById("job-progress");
+  var cancelJobButton = document.getElementById("cancel-job");
+  var showWords = document.getElementById("show-words");
 
   var currentFile = null;
+  // The job whose progress or result is shown (its downloads come from its result), or null.
+  var currentJob = null;
+  // The answer shown and its round trip (ms), drawn again when the word boxes are toggled.
+  var shown = null;
   var imageUrl = null;
   var busy = false;
 
@@ -169,9 +182,9 @@
     statusLine.textContent = text || "";
   }
 
-  // The request for the current file and options: {headers, body, credentials}, or null
-  // (with the problem shown) when no key is there to send.
-  function request(accept) {
+  // The credentials of a request: {method, headers, credentials}, or null (with the problem
+  // shown) when no key is there to send.
+  function authorized(method, accept) {
     var headers = {"Accept": accept};
     var credentials = "omit";
     if (authMode() === "session") {
@@ -185,6 +198,15 @@
         return null;
       }
       headers.Authorization = "Api-Key " + key;
+    }
+    return {method: method, headers: headers, credentials: credentials};
+  }
+
+  // The upload of the current file and options: {method, headers, body, credentials}, or null.
+  function request(accept) {
+    var options = authorized("POST", accept);
+    if (!options) {
+      return null;
     }
     var body = new FormData();
     body.append("image", currentFile, currentFile.name || "image");
@@ -201,7 +223,21 @@
     if (!document.getElementById("recognize").checked) {
       body.append("recognize", "false");
     }
-    return {method: "POST", body: body, headers: headers, credentials: credentials};
+    options.body = body;
+    return options;
+  }
+
+  // The response with its body parsed as JSON (data: null when it is not JSON).
+  function parsed(response) {
+    return response.text().then(function (text) {
+      var data = null;
+      try {
+        data = JSON.parse(text);
+      } catch (ignored) {
+        data = null;
+      }
+      return {response: response, data: data};
+    });
   }
 
   function run() {
@@ -216,22 +252,18 @@
     if (!options) {
       return;
     }
+    currentJob = null;
+    jobRow.hidden = true;
     setBusy(true, "Reading text…");
     var started = performance.now();
     fetch(apiUrl, options)
-      .then(function (response) {
-        return response.text().then(function (text) {
-          var data = null;
-          try {
-            data = JSON.parse(text);
-          } catch (ignored) {
-            data = null;
-          }
-          return {response: response, data: data};
-        });
-      })
+      .then(parsed)
       .then(function (answer) {
         var roundTripMs = performance.now() - started;
+        if (answer.response.status === 413 && answer.data && answer.data.error &&
+            answer.data.error.code === "too_many_pages") {
+          return runJob(answer.data.error.message);
+        }
         setBusy(false, "");
         if (answer.response.ok && answer.data &&
             (Array.isArray(answer.data.boxes) || Array.isArray(answer.data.pages))) {
@@ -239,12 +271,142 @@
         }
         showApiError(answer.response, answer.data);
       })
-      .catch(function (error) {
-        setBusy(false, "");
-        showProblem("The server could not be reached. Check the connection and try again.",
-                    String(error && error.message || error), "");
+      .catch(unreachable);
+  }
+
+  function unreachable(error) {
+    setBusy(false, "");
+    jobRow.hidden = true;
+    showProblem("The server could not be reached. Check the connection and try again.",
+                String(error && error.message || error), "");
+  }
+
+  // --- a long document as a job -------------------------------------------------------------
+
+  var JOB_ACTIVE = {queued: true, running: true};
+  var JOB_ENDED = {
+    failed: "The job failed.",
+    cancelled: "The job was cancelled."
+  };
+
+  // Send the current file to POST /api/jobs and follow it to its result.
+  function runJob(reason) {
+    var options = request("application/json");
+    if (!options) {
+      setBusy(false, "");
+      return;
+    }
+    statusLine.textContent = "Too many pages to read at once: sending the document as a job…";
+    statusLine.title = reason || "";
+    var started = performance.now();
+    return fetch(jobsUrl, options)
+      .then(parsed)
+      .then(function (answer) {
+        if (answer.response.status !== 202 || !answer.data) {
+          setBusy(false, "");
+          return showApiError(answer.response, answer.data);
+        }
+        showJob(answer.data);
+        return follow(answer.data, retryAfterMs(answer.response), started);
+      })
+      .catch(unreachable);
+  }
+
+  // Seconds in Retry-After as milliseconds, kept between 0.5 and 5 s so the bar moves.
+  function retryAfterMs(response) {
+    var seconds = parseFloat(response.headers.get("Retry-After") || "1");
+    return Math.min(Math.max(isNaN(seconds) ? 1 : seconds, 0.5), 5) * 1000;
+  }
+
+  function showJob(job) {
+    currentJob = job;
+    jobRow.hidden = false;
+    jobRow.dataset.jobId = job.id;
+    jobRow.dataset.status = job.status;
+    jobProgress.max = Math.max(job.progress.total, 1);
+    jobProgress.value = job.progress.done;
+    cancelJobButton.disabled = !JOB_ACTIVE[job.status];
+    statusLine.textContent = "Job " + job.status + ": " + job.progress.done + " of " +
+      job.progress.total + (job.progress.total === 1 ? " page" : " pages") + " read.";
+  }
+
+  function follow(job, delayMs, started) {
+    if (!JOB_ACTIVE[job.status]) {
+      return ended(job, started);
+    }
+    var options = authorized("GET", "application/json");
+    if (!options) {
+      setBusy(false, "");
+      return;
+    }
+    return new Promise(function (resolve) { setTimeout(resolve, delayMs); })
+      .then(function () { return fetch(job.links.self, options); })
+      .then(parsed)
+      .then(function (answer) {
+        if (!answer.response.ok || !answer.data) {
+          setBusy(false, "");
+          jobRow.hidden = true;
+          return showApiError(answer.response, answer.data);
+        }
+        showJob(answer.data);
+        return follow(answer.data, retryAfterMs(answer.response), started);
       });
   }
+
+  function ended(job, started) {
+    if (job.status !== "succeeded") {
+      setBusy(false, "");
+      var error = job.error || {};
+      showProblem(JOB_ENDED[job.status] || "The job ended as " + job.status + ".",
+                  error.message || "", "job " + job.id + (error.code ? " · code " +
+                  error.code : ""));
+      errorBox.dataset.code = error.code || job.status;
+      return;
+    }
+    statusLine.textContent = "Job succeeded: fetching its " + job.progress.total + " pages…";
+    return fetchResult(job, job.links.result, [], started);
+  }
+
+  // Fetch the result part by part (each part names the next), then show it as a document.
+  function fetchResult(job, url, pages, started) {
+    var options = authorized("GET", "application/json");
+    if (!options) {
+      setBusy(false, "");
+      return;
+    }
+    return fetch(url, options)
+      .then(parsed)
+      .then(function (answer) {
+        if (!answer.response.ok || !answer.data) {
+          setBusy(false, "");
+          return showApiError(answer.response, answer.data);
+        }
+        pages = pages.concat(answer.data.pages);
+        if (answer.data.next) {
+          return fetchResult(job, answer.data.next, pages, started);
+        }
+        setBusy(false, "");
+        var whole = {request_id: answer.data.request_id, job_id: job.id, model:
+                     answer.data.model, document: answer.data.document, pages: pages};
+        if (pages.every(function (page) { return typeof page.text === "string"; })) {
+          whole.text = pages.map(function (page) { return page.text; }).join("\f");
+        }
+        showDocument(whole, performance.now() - started);
+      });
+  }
+
+  cancelJobButton.addEventListener("click", function () {
+    var options = currentJob ? authorized("DELETE", "application/json") : null;
+    if (!options) {
+      return;
+    }
+    cancelJobButton.disabled = true;
+    fetch(currentJob.links.self, options).then(parsed).then(function (answer) {
+      if (answer.response.ok && answer.data) {
+        showJob(answer.data);
+      }
+    });
+  });
 
   // --- showing the answer -----------------------------------------------------------------
 
@@ -284,7 +446,35 @@
       " ms";
   }
 
+  // What to draw of an image or page answer: its boxes (the detector's), or with "word
+  // boxes" ticked every word of its lines (each on its own box), marked kind "word".
+  function shapes(answer) {
+    if (!showWords.checked || !Array.isArray(answer.lines)) {
+      return answer.boxes;
+    }
+    var words = [];
+    answer.lines.forEach(function (line) {
+      (line.words || []).forEach(function (word) {
+        words.push({points: word.points, text: word.text, score: word.confidence,
+                    kind: "word"});
+      });
+    });
+    return words;
+  }
+
+  showWords.addEventListener("change", function () {
+    if (!shown) {
+      return;
+    }
+    if (shown.data.pages) {
+      showDocument(shown.data, shown.roundTripMs);
+    } else {
+      drawBoxes(shapes(shown.data), shown.data.image.width, shown.data.image.height);
+    }
+  });
+
   function showResult(data, roundTripMs) {
+    shown = {data: data, roundTripMs: roundTripMs};
     if (data.pages) {
       return showDocument(data, roundTripMs);
     }
@@ -310,13 +500,14 @@
     fullText.value = data.text || "";
     copyStatus.textContent = "";
 
-    drawBoxes(data.boxes, width, height);
+    drawBoxes(shapes(data), width, height);
     loadImage(width, height, data.request_id);
   }
 
   // A document: every page as a white frame of its size, its boxes and their text drawn on it
   // (browsers show no PDF page as an image; the searchable PDF download has the pages).
   function showDocument(data, roundTripMs) {
+    shown = {data: data, roundTripMs: roundTripMs};
     var count = data.pages.reduce(function (sum, page) { return sum + page.boxes.length; }, 0);
     errorBox.hidden = true;
     placeholder.hidden = true;
@@ -326,8 +517,9 @@
     document.getElementById("summary").textContent =
       data.document.format + " · " + data.pages.length +
       (data.pages.length === 1 ? " page · " : " pages · ") + count +
-      (count === 1 ? " box · " : " boxes · ") + formatMs(data.timing_ms.total) +
-      " in the gateway, " + formatMs(roundTripMs) + " round trip";
+      (count === 1 ? " box · " : " boxes · ") + (data.job_id ? "read as job " +
+      data.job_id + " in " + formatMs(roundTripMs) : formatMs(data.timing_ms.total) +
+      " in the gateway, " + formatMs(roundTripMs) + " round trip");
     document.getElementById("summary").dataset.count = String(count);
     document.getElementById("json").textContent = JSON.stringify(data, null, 2);
     textPanel.hidden = typeof data.text !== "string";
@@ -347,7 +539,7 @@
       svg.setAttribute("class", "overlay");
       svg.setAttribute("preserveAspectRatio", "none");
       frame.appendChild(svg);
-      drawBoxes(page.boxes, page.width, page.height, svg);
+      drawBoxes(shapes(page), page.width, page.height, svg);
       var caption = document.createElement("figcaption");
       caption.className = "hint";
       caption.textContent = "Page " + page.page + " · " + page.width + " × " + page.height +
@@ -373,13 +565,15 @@
       polygon.setAttribute("points", box.points.map(function (p) {
         return p[0] + "," + p[1];
       }).join(" "));
-      polygon.setAttribute("class", "box");
+      polygon.setAttribute("class", box.kind || "box");
       // Strokes keep their width on screen however far the viewBox is scaled.
       polygon.setAttribute("vector-effect", "non-scaling-stroke");
       polygon.dataset.index = String(index);
       polygon.dataset.score = String(box.score);
       var title = document.createElementNS(SVG_NS, "title");
-      title.textContent = "Box " + (index + 1) + " · score " + box.score +
+      title.textContent = box.kind === "word" ?
+        "Word " + (index + 1) + " · “" + box.text + "” (confidence " + box.score + ")" :
+        "Box " + (index + 1) + " · score " + box.score +
         (typeof box.text === "string" ? " · “" + box.text + "” (" + box.text_score + ")" : "");
       polygon.appendChild(title);
       svg.appendChild(polygon);
@@ -397,12 +591,15 @@
   document.querySelectorAll(".downloads button").forEach(function (button) {
     button.addEventListener("click", function () {
       var format = button.dataset.format;
-      var options = currentFile ? request(MEDIA_TYPES[format]) : null;
+      // A job's result is there already; an upload read at once is sent again.
+      var options = currentJob ? authorized("GET", MEDIA_TYPES[format]) :
+        currentFile ? request(MEDIA_TYPES[format]) : null;
       if (!options) {
         return;
       }
+      var url = currentJob ? currentJob.links.result : apiUrl;
       downloadStatus.textContent = "Preparing " + button.textContent + "…";
-      fetch(apiUrl + "?format=" + format, options)
+      fetch(url + "?format=" + format, options)
         .then(function (response) {
           if (!response.ok) {
             return response.json().then(function (data) {

@@ -1,5 +1,7 @@
 """``manage.py run_job_workers``: one job worker process (Dramatiq's worker in this process,
-``--threads`` threads, prefetch = threads, a 100-ms poll), until SIGTERM or SIGINT.
+``--threads`` threads, prefetch = threads, a 100-ms poll), until SIGTERM or SIGINT; a thread
+reads the backlog into the jobs' gauges (:mod:`ocr_jobs.metrics`), served on
+``--metrics-port`` if given.
 
 Several processes are several commands (``ocr_embedded.broker.JobWorkers`` starts and
 restarts them; compose and Kubernetes run replicas). ``--recover`` first sends again what a
@@ -21,11 +23,16 @@ class Command(BaseCommand):
                             help="Worker threads (default OCR_JOB_WORKER_THREADS).")
         parser.add_argument("--recover", action="store_true",
                             help="First send again the pages a killed process left queued.")
+        parser.add_argument("--metrics-port", type=int, default=None,
+                            help="Serve the workers' Prometheus metrics on this port (a worker "
+                                 "container; make serve's are served by gunicorn's master).")
+        parser.add_argument("--metrics-host", default="0.0.0.0")
 
-    def handle(self, *args, threads=None, recover=False, **options):
+    def handle(self, *args, threads=None, recover=False, metrics_port=None,
+               metrics_host="0.0.0.0", **options):
         from dramatiq import Worker
 
-        from ocr_jobs import queueing, tasks
+        from ocr_jobs import metrics, queueing, tasks
 
         threads = threads or settings.OCR_JOB_WORKER_THREADS
         stop = threading.Event()
@@ -38,6 +45,10 @@ class Command(BaseCommand):
         worker.start()
         if recover:
             queueing.recover()
+        if metrics_port is not None:
+            metrics.serve(metrics_port, metrics_host)
+        threading.Thread(target=metrics.watch_backlog, args=(stop,), daemon=True,
+                         name="job-backlog-metrics").start()
         self.stdout.write(f"job worker ready: {threads} threads", ending="\n")
         self.stdout.flush()
         stop.wait()

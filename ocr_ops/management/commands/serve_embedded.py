@@ -12,6 +12,7 @@ reused until it expires) with a ready-to-paste curl command, the API docs and th
 (or SIGTERM) stops the proxy and gunicorn, the job workers and the broker, then Triton.
 """
 
+import os
 import signal
 import socket
 import time
@@ -63,7 +64,11 @@ class Command(BaseCommand):
             supervised=True, triton_ports=(triton_grpc_port, triton_http_port,
                                            triton_metrics_port),
             engine_cache=cache_dir, var_dir=settings.VAR_DIR, gunicorn_log=False,
-            listen_host=HTTP_HOST.read(), listen_port=port, jobs=True)
+            listen_host=HTTP_HOST.read(), listen_port=port, jobs=True,
+            # gunicorn's start-up lines ("Listening at: http://127.0.0.1:<port>") name its
+            # port behind the proxy, not the one to use; the banner names that.
+            gateway_env={"GUNICORN_LOG_LEVEL": os.environ.get("GUNICORN_LOG_LEVEL",
+                                                              "warning")})
         busy = [f"{name} {number}" for name, number in (
             (HTTP_PORT.name, port), (TRITON_GRPC_PORT.name, triton_grpc_port),
             (TRITON_HTTP_PORT.name, triton_http_port),

@@ -26,3 +26,31 @@ def test_hocr_escapes_text_and_nests_pages_paragraphs_lines_and_words():
     words = line.findall(f"./{ns}span[@class='ocrx_word']")
     assert [(w.text, w.get("title")) for w in words] == [
         ("a<b&c", "bbox 1 2 40 12; x_wconf 88"), ("d", "bbox 45 2 90 13; x_wconf 50")]
+
+
+def test_hocr_words_are_the_lines_words_with_their_characters():
+    """A box holding two words (the LinkRefiner's line): two ocrx_words, each its own bbox,
+    x_wconf and ocrx_cinfo characters."""
+    box = {"points": [[10, 10], [120, 10], [120, 30], [10, 30]], "score": 0.9,
+           "text": "ab cd", "text_score": 0.9}
+    words = [{"points": [[10, 12], [50, 12], [50, 28], [10, 28]], "text": "ab",
+              "confidence": 0.81, "box": 0,
+              "characters": [{"points": [[10, 12], [30, 12], [30, 28], [10, 28]], "text": "a",
+                              "confidence": 0.81},
+                             {"points": [[30, 12], [50, 12], [50, 28], [30, 28]], "text": "b",
+                              "confidence": 0.99}]},
+             {"points": [[70, 11], [120, 11], [120, 29], [70, 29]], "text": "cd",
+              "confidence": 0.95, "box": 0, "characters": []}]
+    read = {"page": 1, "width": 200, "height": 50, "boxes": [box],
+            "lines": [{"points": box["points"], "boxes": [0], "text": "ab cd",
+                       "confidence": 0.88, "words": words}],
+            "paragraphs": [{"points": box["points"], "lines": [0], "text": "ab cd",
+                            "confidence": 0.88}]}
+    root = ET.fromstring(hocr.render(Answer(Document("PNG", 1, b""), (read,))))
+    ns = "{http://www.w3.org/1999/xhtml}"
+    found = root.findall(f".//{ns}span[@class='ocr_line']/{ns}span[@class='ocrx_word']")
+    assert [w.get("title") for w in found] == ["bbox 10 12 50 28; x_wconf 81",
+                                               "bbox 70 11 120 29; x_wconf 95"]
+    assert [(c.text, c.get("title")) for c in found[0]] == [
+        ("a", "bbox 10 12 30 28; x_conf 81"), ("b", "bbox 30 12 50 28; x_conf 99")]
+    assert found[1].text == "cd" and list(found[1]) == []

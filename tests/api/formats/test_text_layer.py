@@ -176,3 +176,21 @@ def test_more_distinct_characters_than_two_byte_codes_is_refused():
                                "points": PAGE["boxes"][0]["points"]}], "lines": [{"boxes": [0]}]}
     with pytest.raises(ValueError, match="65536 distinct characters"):
         text_layer.text_pdf([page], [DPI])
+
+
+def test_a_lines_words_each_sit_on_their_own_box(tmp_path):
+    """One box for the whole line (the LinkRefiner's), its words each on their own box."""
+    line = rectangle(100, 100, 700, 150)
+    page = {"width": 1200, "height": 800,
+            "boxes": [{"text": "Hello brave world", "points": line}],
+            "lines": [{"boxes": [0], "text": "Hello brave world", "words": [
+                {"text": "Hello", "points": rectangle(100, 105, 250, 145)},
+                {"text": "brave", "points": rectangle(300, 102, 450, 148)},
+                {"text": "world", "points": rectangle(520, 104, 700, 146)}]}]}
+    with text_layer.text_pdf([page], [72.0]) as document:
+        out = io.BytesIO()
+        document.save(out)
+    found = pdftotext_words(out.getvalue(), tmp_path)
+    assert [w["text"] for w in found] == ["Hello", "brave", "world"]
+    assert [v for w in found for v in (w["xMin"], w["xMax"])] == pytest.approx(
+        [100, 250, 300, 450, 520, 700], abs=1.0)

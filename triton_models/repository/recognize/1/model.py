@@ -8,23 +8,24 @@ import numpy as np
 import triton_python_backend_utils as pb_utils
 from ocr_contract.errors import INVALID_PARAMETER
 from ocr_contract.languages import TESSERACT
-from ocr_contract.parameters import (LANGUAGE, LINK_THRESHOLD, LONG_SIDE, LOW_TEXT,
-                                     ORIENTATION, ORIENTATION_AUTO, RECOGNIZE, REFINE,
-                                     TEXT_THRESHOLD, ParameterError)
+from ocr_contract.parameters import (DETAIL, DETAIL_CHARACTERS, LANGUAGE, LINK_THRESHOLD,
+                                     LONG_SIDE, LOW_TEXT, ORIENTATION, ORIENTATION_AUTO,
+                                     RECOGNIZE, REFINE, TEXT_THRESHOLD, ParameterError)
 from ocr_contract.tensors import RECOGNIZER_INPUT, RECOGNIZER_MODEL, RECOGNIZER_OUTPUT
 from ocr_contract.tensors import TESSERACT_MODEL
 
 from ocr_pipeline import (detection, imaging, orientation, params, reading_order, recognition,
-                          routing, tesseract)
-from ocr_pipeline.recognition import Reading
+                          routing, tesseract, words)
+from ocr_pipeline.recognition import Reading, Span
 from ocr_pipeline.triton_python import model_parameters, optional_input, refusal
 
 
 class TritonPythonModel:
     """``ORIGINAL_IMAGE``, ``BOXES``, ``SCORES``, ``CANVAS`` (+ optional ``RECOGNIZE``,
-    ``LANGUAGE``, ``ORIENTATION`` and the detection parameters) -> ``ORIENTED_BOXES``,
-    ``ANGLE``, ``TEXTS``, ``TEXT_SCORES``, ``TEXT`` and the reading order (``READING_ORDER``,
-    ``LINE_OF_BOX``, ``LINE_BOXES``, ``PARAGRAPH_OF_LINE``)."""
+    ``LANGUAGE``, ``ORIENTATION``, ``DETAIL`` and the detection parameters) ->
+    ``ORIENTED_BOXES``, ``ANGLE``, ``TEXTS``, ``TEXT_SCORES``, ``TEXT``, the reading order
+    (``READING_ORDER``, ``LINE_OF_BOX``, ``LINE_BOXES``, ``PARAGRAPH_OF_LINE``) and the words
+    (``WORD_*``, ``BOX_OF_WORD``; ``CHARACTER_*``, ``WORD_OF_CHARACTER``)."""
 
     def initialize(self, args):
         self.batch = int(model_parameters(args)["recognizer_batch"])
@@ -41,12 +42,14 @@ class TritonPythonModel:
             codes = params.read(LANGUAGE, optional_input(request, LANGUAGE.tensor))
             auto = params.read(ORIENTATION, optional_input(request, ORIENTATION.tensor)) \
                 == ORIENTATION_AUTO
+            characters = params.read(DETAIL, optional_input(request, DETAIL.tensor)) \
+                == DETAIL_CHARACTERS
         except ParameterError as exc:
             return refusal(INVALID_PARAMETER, str(exc), exc.field)
         boxes = optional_input(request, "BOXES").reshape(-1, 4, 2)
         scores = optional_input(request, "SCORES").reshape(-1)
         if not wanted or len(boxes) == 0:
-            return _response(boxes, scores, 0, [], [], "", *reading_order.layout(boxes))
+            return _response(boxes, scores, 0, [], [], "", *reading_order.layout(boxes), [])
         image = optional_input(request, "ORIGINAL_IMAGE")
         height, width = image.shape[:2]
         route = routing.route(codes)
@@ -76,13 +79,17 @@ class TritonPythonModel:
             readings = self._read(image, boxes, route, known) if len(boxes) else []
         except pb_utils.TritonModelException as exc:
             return pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc)))
+        found = _words(image, boxes, readings, characters)
         if angle:
             boxes = orientation.from_upright(boxes, angle, width, height)
+            found = [[_turned_back(word, angle, width, height) for word in box_words]
+                     for box_words in found]
             angle = (angle + decision.page) % 360
         texts = [reading.text for reading in readings]
         lines, polygons, paragraphs = reading_order.layout(boxes, angle, width, height, flipped)
         return _response(boxes, scores, angle, texts, [reading.score for reading in readings],
-                         reading_order.full_text(texts, lines), lines, polygons, paragraphs)
+                         reading_order.full_text(texts, lines), lines, polygons, paragraphs,
+                         found)
 
     def _detect(self, request, image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The detection chain again (:func:`ocr_pipeline.detection.detect`: craft, refinenet
@@ -136,13 +143,24 @@ class TritonPythonModel:
         stacked = np.full((len(lines), tesseract.HEIGHT, widest), 255, dtype=np.uint8)
         for row, line in enumerate(lines):
             stacked[row, :, :line.shape[1]] = line
-        texts, scores = _call(TESSERACT_MODEL, [
+        outputs = _call(TESSERACT_MODEL, [
             pb_utils.Tensor("LINES", stacked),
             pb_utils.Tensor("WIDTHS", np.array([line.shape[1] for line in lines], np.int32)),
             pb_utils.Tensor("LANGUAGES", np.array([languages.encode()], dtype=object))],
-            ["TEXTS", "TEXT_SCORES"])
-        return [Reading(bytes(text).decode("utf-8"), float(score))
-                for text, score in zip(texts, scores)]
+            ["TEXTS", "TEXT_SCORES", "WORD_BOXES", "WORD_TEXTS", "WORD_SCORES", "LINE_OF_WORD",
+             "SYMBOL_BOXES", "SYMBOL_TEXTS", "SYMBOL_SCORES", "WORD_OF_SYMBOL"])
+        texts, scores = outputs[:2]
+        # Tesseract's boxes are in the pixels of the line images: scaled back to the crops'.
+        scales = [(crop.shape[1] / line.shape[1], crop.shape[0] / line.shape[0])
+                  for crop, line in zip(crops, lines)]
+        found = _spans(*outputs[2:6], [scales[i] for i in outputs[5]])
+        line_of_word = outputs[5]
+        symbols = _spans(*outputs[6:10], [scales[line_of_word[w]] for w in outputs[9]])
+        return [Reading(bytes(text).decode("utf-8"), float(score),
+                        words=tuple(span for span, line in found if line == row),
+                        characters=tuple(tuple(s for s, w in symbols if w == word)
+                                         for word in np.flatnonzero(line_of_word == row)))
+                for row, (text, score) in enumerate(zip(texts, scores))]
 
     def _dictionary(self, classes: int) -> list[str]:
         """The dictionary of the recognizer version whose output has ``classes`` classes
@@ -162,6 +180,40 @@ def _crops(image: np.ndarray, boxes: np.ndarray, margin: float) -> list[np.ndarr
     height, width = image.shape[:2]
     return [recognition.crop_box(image, recognition.expand_box(box, width, height, margin))
             for box in boxes]
+
+
+def _spans(boxes: np.ndarray, texts: np.ndarray, scores: np.ndarray, owners: np.ndarray,
+           scales: list[tuple[float, float]]) -> list[tuple[Span, int]]:
+    """The tesseract model's word or symbol outputs as ``(Span, owner)`` pairs, each box
+    (left, top, right, bottom) scaled by its ``(x, y)`` scale to its crop's pixels."""
+    return [(Span(bytes(text).decode("utf-8"), float(box[0] * sx), float(box[2] * sx),
+                  float(score), float(box[1] * sy), float(box[3] * sy)), int(owner))
+            for box, text, score, owner, (sx, sy) in zip(boxes, texts, scores, owners, scales)]
+
+
+def _words(image: np.ndarray, boxes: np.ndarray, readings: list[Reading],
+           characters: bool) -> list[list[words.Word]]:
+    """Each box's words (:func:`ocr_pipeline.words.line_words`), placed in ``image``'s
+    pixels from the crop that was read: a Tesseract reading's (it has ``words``) with
+    Tesseract's margin, the recognizer's with its own."""
+    height, width = image.shape[:2]
+    found = []
+    for box, reading in zip(boxes, readings):
+        if not reading.text:
+            found.append([])
+            continue
+        margin = tesseract.CROP_MARGIN if reading.words else recognition.CROP_MARGIN
+        grown = recognition.expand_box(box, width, height, margin)
+        found.append(words.line_words(recognition.crop_box(image, grown), grown, reading,
+                                      characters))
+    return found
+
+
+def _turned_back(word: words.Word, angle: int, width: int, height: int) -> words.Word:
+    """A word found on the page turned upright, in the uploaded image's pixels."""
+    return words.Word(orientation.from_upright(word.points, angle, width, height), word.text,
+                      word.score, tuple((orientation.from_upright(points, angle, width, height),
+                                         text, score) for points, text, score in word.characters))
 
 
 def _call(model: str, inputs: list, outputs: list[str]) -> list[np.ndarray]:
@@ -187,9 +239,12 @@ def _run(model: str, inputs: dict[str, np.ndarray], outputs: tuple[str, ...]
 
 def _response(boxes: np.ndarray, scores: np.ndarray, angle: int, texts: list[str],
               text_scores: list[float], text: str, lines: list[list[int]], polygons: np.ndarray,
-              paragraphs: list[int]):
+              paragraphs: list[int], found: list[list[words.Word]]):
     """The step's outputs (config.pbtxt): boxes with their corners from their text's
-    top-left, the page angle, the texts, and the reading order (:func:`reading_order.layout`)."""
+    top-left, the page angle, the texts, the reading order (:func:`reading_order.layout`),
+    and each box's words (``found``) with their characters (present when asked)."""
+    placed = [(box, word) for box, box_words in enumerate(found) for word in box_words]
+    letters = [(w, c) for w, (_, word) in enumerate(placed) for c in word.characters]
     return pb_utils.InferenceResponse(output_tensors=[
         pb_utils.Tensor("ORIENTED_BOXES", np.asarray(boxes, np.float32).reshape(-1, 4, 2)),
         pb_utils.Tensor("ORIENTED_SCORES", np.asarray(scores, np.float32).reshape(-1)),
@@ -202,4 +257,19 @@ def _response(boxes: np.ndarray, scores: np.ndarray, angle: int, texts: list[str
                                                 np.int32)),
         pb_utils.Tensor("LINE_BOXES", np.asarray(polygons, np.float32).reshape(-1, 4, 2)),
         pb_utils.Tensor("PARAGRAPH_OF_LINE", np.array(paragraphs, np.int32)),
+        pb_utils.Tensor("WORD_BOXES", np.array([w.points for _, w in placed],
+                                               np.float32).reshape(-1, 4, 2)),
+        pb_utils.Tensor("WORD_TEXTS", _utf8([w.text for _, w in placed])),
+        pb_utils.Tensor("WORD_SCORES", np.array([w.score for _, w in placed], np.float32)),
+        pb_utils.Tensor("BOX_OF_WORD", np.array([box for box, _ in placed], np.int32)),
+        pb_utils.Tensor("CHARACTER_BOXES", np.array([c[0] for _, c in letters],
+                                                    np.float32).reshape(-1, 4, 2)),
+        pb_utils.Tensor("CHARACTER_TEXTS", _utf8([c[1] for _, c in letters])),
+        pb_utils.Tensor("CHARACTER_SCORES", np.array([c[2] for _, c in letters], np.float32)),
+        pb_utils.Tensor("WORD_OF_CHARACTER", np.array([w for w, _ in letters], np.int32)),
     ])
+
+
+def _utf8(texts: list[str]) -> np.ndarray:
+    """A BYTES ``[N]`` tensor of UTF-8 texts (``dtype=object``)."""
+    return np.array([t.encode("utf-8") for t in texts], dtype=object).reshape(-1)

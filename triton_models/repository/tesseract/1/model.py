@@ -10,7 +10,7 @@ from ocr_pipeline.triton_python import optional_input
 
 class TritonPythonModel:
     """``LINES [N,64,W]``, ``WIDTHS [N]``, ``LANGUAGES [1]`` -> ``TEXTS [N]``,
-    ``TEXT_SCORES [N]``."""
+    ``TEXT_SCORES [N]``, and Tesseract's word and symbol boxes (config.pbtxt)."""
 
     def initialize(self, args):
         folder = tessdata_dir()
@@ -35,8 +35,26 @@ class TritonPythonModel:
                 pb_utils.Tensor("TEXTS", np.array([r.text.encode() for r in readings],
                                                   dtype=object)),
                 pb_utils.Tensor("TEXT_SCORES", np.array([r.score for r in readings],
-                                                        dtype=np.float32))]))
+                                                        dtype=np.float32)),
+                *_spans("WORD", "LINE_OF_WORD",
+                        [(line, word) for line, r in enumerate(readings) for word in r.words]),
+                *_spans("SYMBOL", "WORD_OF_SYMBOL",
+                        [(word, symbol) for word, symbols in enumerate(
+                            s for r in readings for s in r.characters) for symbol in symbols])]))
         return responses
 
     def finalize(self):
         self.reader.close()
+
+
+def _spans(prefix: str, owner_name: str, spans: list) -> list:
+    """``<prefix>_BOXES FP32 [M,4]`` (left, top, right, bottom, line-image pixels),
+    ``<prefix>_TEXTS BYTES [M]``, ``<prefix>_SCORES FP32 [M]`` and ``owner_name INT32 [M]``
+    (the index of the line or word each belongs to) for ``(owner, Span)`` pairs."""
+    return [
+        pb_utils.Tensor(f"{prefix}_BOXES", np.array(
+            [[s.left, s.top, s.right, s.bottom] for _, s in spans], np.float32).reshape(-1, 4)),
+        pb_utils.Tensor(f"{prefix}_TEXTS", np.array([s.text.encode() for _, s in spans],
+                                                    dtype=object).reshape(-1)),
+        pb_utils.Tensor(f"{prefix}_SCORES", np.array([s.score for _, s in spans], np.float32)),
+        pb_utils.Tensor(owner_name, np.array([owner for owner, _ in spans], np.int32))]
