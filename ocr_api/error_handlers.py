@@ -89,7 +89,9 @@ def exception_handler(exc, context):
     message, field = _message_and_field(exc)
     code = _code_of(exc)
     if code == "not_authenticated":
-        message = missing_key_message(request)
+        # A view that reads its key elsewhere (Cloud Vision's routes) says where.
+        message = getattr(context.get("view"), "missing_key_message", missing_key_message)(
+            request)
     elif isinstance(exc, exceptions.UnsupportedMediaType) and not isinstance(exc, ApiError):
         message = unsupported_content_type_message(request, context.get("view"))
     response.data = error_body(request, code, message, field)

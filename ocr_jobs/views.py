@@ -49,7 +49,7 @@ from .webhooks import CallbackUrlError, WebhookPolicy, new_secret, validate_call
 RESULT_PART_PAGES = 50
 #: The header that makes ``POST /api/jobs`` safe to send again.
 IDEMPOTENCY_HEADER = "Idempotency-Key"
-_PAGES = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+_PAGES = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$", re.ASCII)
 
 
 def visible_jobs(request):
@@ -340,8 +340,14 @@ class JobResultView(APIView):
         bodies = tuple(JobPage.objects.filter(job=job, number__gte=first, number__lte=last)
                        .order_by("number").values_list("body", flat=True))
         if whole:
-            with open(job.upload_path, "rb") as file:
-                document = documents.open_document(file.read(), settings.OCR_JOB_MAX_PAGES)
+            try:
+                with open(job.upload_path, "rb") as file:
+                    data = file.read()
+            except FileNotFoundError:        # storage lost (a volume not shared, deleted)
+                raise job_errors.NotFound("The job's document is no longer stored, so its "
+                                          "searchable PDF cannot be made; the JSON, text and "
+                                          "hOCR results are still there.") from None
+            document = documents.open_document(data, settings.OCR_JOB_MAX_PAGES)
         else:
             document = documents.Document(
                 job.format, job.page_count, b"",

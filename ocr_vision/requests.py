@@ -76,12 +76,22 @@ def feature_names(features) -> list[str]:
                                       '[{"type": "DOCUMENT_TEXT_DETECTION"}].')
     names = []
     for feature in features:
-        kind = feature.get("type", 0) if isinstance(feature, dict) else None
-        name = FEATURE_TYPES.get(kind) if isinstance(kind, int) else kind
+        if not isinstance(feature, dict):
+            raise VisionRequestError(400, "features: each is an object, e.g. "
+                                          '{"type": "DOCUMENT_TEXT_DETECTION"}.')
+        kind = feature.get("type", 0)
+        name = (FEATURE_TYPES.get(kind) if _is_int(kind) else
+                kind if isinstance(kind, str) else None)
         if name not in FEATURE_TYPES.values():
-            raise VisionRequestError(400, f"features: unknown type {kind!r}.")
+            raise VisionRequestError(400, f"features: unknown type {kind!r} (a name such as "
+                                          "DOCUMENT_TEXT_DETECTION, or its number).")
         names.append(name)
     return names
+
+
+def _is_int(value) -> bool:
+    """An integer of the JSON, not a boolean (which Python counts as one)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def check_features(item: dict) -> None:
@@ -96,9 +106,14 @@ def check_features(item: dict) -> None:
 def language_hints(item: dict) -> tuple[str, ...]:
     """``imageContext.languageHints`` this service reads (others are ignored, as Cloud Vision
     ignores hints it cannot use)."""
-    hints = (item.get("imageContext") or {}).get("languageHints") or []
-    return tuple(hint.split("-")[0].lower() for hint in hints
-                 if isinstance(hint, str) and hint.split("-")[0].lower() in languages.BY_CODE)
+    context = item.get("imageContext")
+    hints = context.get("languageHints") if isinstance(context, dict) else None
+    if context is not None and not isinstance(context, dict) or (
+            hints is not None and not isinstance(hints, list)):
+        raise VisionRequestError(400, "imageContext: an object, its languageHints a list of "
+                                      'language codes, e.g. {"languageHints": ["ko"]}.')
+    codes = (hint.split("-")[0].lower() for hint in hints or () if isinstance(hint, str))
+    return tuple(dict.fromkeys(code for code in codes if code in languages.BY_CODE))
 
 
 def _content(container: dict | None, name: str) -> bytes:
@@ -110,8 +125,10 @@ def _content(container: dict | None, name: str) -> bytes:
     encoded = container.get("content")
     if not isinstance(encoded, str) or not encoded:
         raise VisionRequestError(400, f"{name}.content: the base64 bytes are missing.")
+    # proto3's JSON takes standard or URL-safe base64, padded or not; line breaks are dropped.
+    text = "".join(encoded.split()).replace("-", "+").replace("_", "/")
     try:
-        return base64.b64decode(encoded, validate=True)
+        return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
     except (binascii.Error, ValueError):
         raise VisionRequestError(400, f"{name}.content is not valid base64.") from None
 
@@ -140,8 +157,10 @@ def file_request(item, max_pages: int) -> VisionRequest:
                                       "features.")
     check_features(item)
     pages = item.get("pages") or []
-    if not isinstance(pages, list) or not all(isinstance(p, int) and p != 0 for p in pages):
+    if not isinstance(pages, list) or not all(_is_int(p) and p != 0 for p in pages):
         raise VisionRequestError(400, "pages: a list of page numbers (1-based, -1 the last).")
+    if len(set(pages)) != len(pages):
+        raise VisionRequestError(400, "pages: each page once.")
     if len(pages) > max_pages:
         raise VisionRequestError(400, f"pages: at most {max_pages} per file here "
                                       "(longer documents: POST /api/jobs).")

@@ -27,7 +27,7 @@ from ocr_contract.limits import base64_bytes
 
 from . import status
 from .annotations import annotate
-from .authentication import GoogleApiKeyAuthentication
+from .authentication import HEADER, GoogleApiKeyAuthentication
 from .requests import (FILE_MAX_PAGES, VisionRequest, VisionRequestError, file_request,
                        image_request)
 
@@ -71,6 +71,12 @@ class VisionEndpoint(OcrEndpoint):
     #: The key of each request's upload, for the messages.
     what = "image"
 
+    @staticmethod
+    def missing_key_message(request) -> str:
+        """The 401 without a key: where these routes read it."""
+        return (f"No API key: send it as the {HEADER} header (the client's api_key option) or "
+                "the key query parameter.")
+
     def dispatch(self, request, *args, **kwargs):
         """The gateway's dispatch (audit rows, metrics, quota), then a refusal's body in
         Cloud Vision's shape, ``{"error": {"code", "message", "status"}}``."""
@@ -89,7 +95,8 @@ class VisionEndpoint(OcrEndpoint):
             errors.InvalidParameter.
         """
         uploads.check_declared_length(request, base64_bytes(settings.OCR_BATCH_MAX_UPLOAD_BYTES))
-        self.items(request)
+        if request.method == "POST":           # other methods: DRF's 405 (or OPTIONS' answer)
+            self.items(request)
 
     def items(self, request) -> list[_Item]:
         """The batch's requests, read once (:meth:`read_request` each).
@@ -118,6 +125,8 @@ class VisionEndpoint(OcrEndpoint):
 
     def throttle_cost(self, request) -> int:
         """Every page read counts as an image; a request refused counts one."""
+        if request.method != "POST":
+            return 0
         return sum(len(item.pages) or 1 for item in self.items(request))
 
     def read(self, request) -> list[_Item]:
@@ -186,6 +195,9 @@ class ImagesAnnotateView(VisionEndpoint):
             if document is not None and document.format == "PDF":
                 item.error = (400, "image.content is a PDF: send it to files:annotate.",
                               "invalid_parameter")
+            elif item.error and item.error[2] == "too_many_pages":
+                item.error = (400, "image.content has several pages: send it to "
+                                   "files:annotate.", "invalid_parameter")
             elif document is not None:
                 item.document, item.pages = document, [0]
         return item

@@ -59,3 +59,39 @@ def test_a_job_over_its_byte_limit_is_refused(api_client, job_var, settings):
     assert response.status_code == 413
     assert response.json()["error"]["code"] == "payload_too_large"
     assert Job.objects.count() == 0
+
+
+def succeeded_job(api_key, pages: int = 3) -> Job:
+    """A succeeded job made in the database (no broker): ``pages`` stored page answers."""
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from ocr_jobs.models import JobPage
+
+    job = Job.objects.create(api_key=api_key, request_id="r", format="PDF", page_count=pages,
+                             pages_done=pages, status=Job.SUCCEEDED,
+                             page_points=[[612, 792]] * pages,
+                             expires_at=timezone.now() + dt.timedelta(days=1))
+    for number in range(1, pages + 1):
+        JobPage.objects.create(job=job, api_key=api_key, number=number, status=JobPage.DONE,
+                               body={"page": number, "model": {"name": "m", "version": "1"},
+                                     "width": 10, "height": 10, "angle": 0, "text": "x",
+                                     "boxes": [], "lines": [], "paragraphs": []})
+    return job
+
+
+def test_pages_are_ascii_digits_only(api_client, api_key, job_var):
+    job = succeeded_job(api_key[0])
+    response = api_client.get(f"/api/jobs/{job.id}/result?pages=\u0662")     # Arabic-Indic 2
+    assert (response.status_code, response.json()["error"]["field"]) == (400, "pages")
+    assert api_client.get(f"/api/jobs/{job.id}/result?pages=2").json()["pages_range"] == [2, 2]
+
+
+def test_a_lost_upload_is_a_404_for_the_pdf_only(api_client, api_key, job_var):
+    job = succeeded_job(api_key[0])
+    response = api_client.get(f"/api/jobs/{job.id}/result?format=pdf")
+    assert response.status_code == 404
+    assert response.json()["error"]["message"].startswith(
+        "The job's document is no longer stored")
+    assert api_client.get(f"/api/jobs/{job.id}/result?format=text").status_code == 200

@@ -172,3 +172,66 @@ def test_refusals_have_the_google_error_shape(live_server, live_triton, key):
                              timeout=30)
     assert response.status_code == 401
     assert response.json()["error"]["status"] == "UNAUTHENTICATED"
+
+
+PNG = base64.b64encode((IMAGES / "korean.png").read_bytes()).decode()
+TEXT = [{"type": "TEXT_DETECTION"}]
+
+
+@pytest.mark.parametrize("item, message", [
+    ({"image": {"content": PNG}, "features": TEXT, "imageContext": "en"}, "imageContext: "),
+    ({"image": {"content": PNG}, "features": TEXT, "imageContext": {"languageHints": 5}},
+     "imageContext: "),
+    ({"image": {"content": PNG}, "features": [{"type": True}]}, "features: unknown type True"),
+    ({"image": {"content": PNG}, "features": ["TEXT_DETECTION"]},
+     "features: each is an object"),
+])
+def test_a_malformed_request_is_its_own_error(live_triton, item, message):
+    """Never a 500, and the batch's other request is still read (Django's test client)."""
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    api.credentials(HTTP_X_GOOG_API_KEY=ApiKey.objects.create_key(name="m")[1])
+    response = api.post("/v1/images:annotate", {"requests": [
+        item, {"image": {"content": PNG}, "features": TEXT}]}, format="json")
+    assert response.status_code == 200, response.content
+    bad, good = response.json()["responses"]
+    assert bad["error"]["code"] == 3 and bad["error"]["message"].startswith(message)
+    assert good["textAnnotations"][0]["description"]
+
+
+def test_base64_as_proto3_json_allows_it_and_pages_once_each(live_triton, key):
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    api.credentials(HTTP_X_GOOG_API_KEY=key)
+    raw = (IMAGES / "korean.png").read_bytes()
+    urlsafe = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    wrapped = "\n".join(PNG[i:i + 76] for i in range(0, len(PNG), 76))
+    response = api.post("/v1/images:annotate", {"requests": [
+        {"image": {"content": urlsafe}, "features": TEXT},
+        {"image": {"content": wrapped}, "features": TEXT}]}, format="json")
+    first, second = response.json()["responses"]
+    assert first["textAnnotations"] == second["textAnnotations"]
+    pdf = base64.b64encode(images_pdf([text_page([["alpha"]])])).decode()
+    response = api.post("/v1/files:annotate", {"requests": [
+        {"inputConfig": {"content": pdf}, "features": TEXT, "pages": [1, 1]},
+        {"inputConfig": {"content": pdf}, "features": TEXT, "pages": [True]}]}, format="json")
+    duplicated, boolean = response.json()["responses"]
+    assert duplicated["error"] == {"code": 3, "message": "pages: each page once."}
+    assert boolean["error"]["message"].startswith("pages: a list of page numbers")
+
+
+def test_other_methods_are_405_and_a_missing_key_says_where_it_goes(live_triton, key):
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    response = api.get(f"/v1/images:annotate?key={key}")
+    assert response.status_code == 405
+    assert response.json()["error"]["status"] == "UNIMPLEMENTED"
+    response = api.post("/v1/images:annotate", {"requests": []}, format="json",
+                        HTTP_AUTHORIZATION=f"Api-Key {key}")
+    assert response.status_code == 401
+    assert response.json()["error"]["message"] == (
+        "No API key: send it as the X-Goog-Api-Key header (the client's api_key option) or "
+        "the key query parameter.")
