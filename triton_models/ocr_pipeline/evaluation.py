@@ -34,13 +34,16 @@ def iou(a: Polygon, b: Polygon) -> float:
     return a.intersection(b).area / union if union > 0 else 0.0
 
 
-def match(detections: list[Polygon], truths: list[Polygon], threshold: float) -> list[tuple[int, int]]:
+def match(detections: list[Polygon], truths: list[Polygon], threshold: float,
+          allowed=None) -> list[tuple[int, int]]:
     """One-to-one pairs ``(detection index, truth index)`` with IoU above ``threshold``.
 
-    Pairs are taken greedily from the highest IoU down, so each polygon is used at most once.
+    Pairs are taken greedily from the highest IoU down, so each polygon is used at most once;
+    ``allowed(i, j)``, if given, says which pairs may be made at all (e.g. the same text).
     """
     candidates = sorted(
-        ((iou(d, t), i, j) for i, d in enumerate(detections) for j, t in enumerate(truths)),
+        ((iou(d, t), i, j) for i, d in enumerate(detections) for j, t in enumerate(truths)
+         if allowed is None or allowed(i, j)),
         reverse=True)
     used_d, used_t, pairs = set(), set(), []
     for value, i, j in candidates:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .evaluation import iou, polygon
+from .evaluation import match, polygon
 
 #: IoU a word box needs with the known word's box (ICDAR's detection threshold).
 WORD_IOU = 0.5
@@ -49,17 +49,7 @@ def score_words(answered: list[tuple[str, list]], truths: list[tuple[str, list]]
     Returns:
         a :class:`WordScore` for the page.
     """
-    found = [polygon(points) for _, points in answered]
-    known = [polygon(points) for _, points in truths]
-    pairs = sorted(((iou(found[a], known[t]), a, t)
-                    for a, (text_a, _) in enumerate(answered)
-                    for t, (text_t, _) in enumerate(truths) if text_a == text_t),
-                   reverse=True)
-    used_a, used_t = set(), set()
-    for overlap, a, t in pairs:
-        if overlap < threshold:
-            break
-        if a not in used_a and t not in used_t:
-            used_a.add(a)
-            used_t.add(t)
-    return WordScore(len(used_t), len(truths), len(answered))
+    pairs = match([polygon(points) for _, points in answered],
+                  [polygon(points) for _, points in truths], threshold,
+                  allowed=lambda a, t: answered[a][0] == truths[t][0])
+    return WordScore(len(pairs), len(truths), len(answered))
