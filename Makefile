@@ -79,6 +79,8 @@ bench-jobs: check-serve setup
 # against make serve's setup (embedded Triton, gunicorn, the nginx proxy): requests, 5xx,
 # p50/p99, the memory of every gunicorn worker and Triton stub, audit rows versus requests.
 # A benchmark, not part of make test; the table also goes to bench/results/soak.md.
+# SOAK_ARGS=--overload: the overload shapes with admission off and on, side by side (about 10
+# minutes; bench/overload.py, bench/results/overload.md).
 .PHONY: soak
 soak: check-serve setup
 	$(BIN)/python -m bench.soak $(SOAK_ARGS)

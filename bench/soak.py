@@ -2,8 +2,8 @@
 
 The setup is ``make serve``'s (:class:`~ocr_embedded.stack.Stack`): an embedded Triton (kept
 running by :class:`~ocr_embedded.supervisor.TritonSupervisor`), gunicorn with
-``deploy/gunicorn.conf.py`` (2 workers x 4 threads) on loopback, and the buffering proxy (nginx)
-in front; a fresh SQLite database. ``concurrency`` client threads (16) send requests back to back through the proxy,
+``deploy/gunicorn.conf.py`` at 2 workers x 4 threads (the soak's) on loopback, and the
+buffering proxy (nginx) in front; a fresh SQLite database. ``concurrency`` client threads (16) send requests back to back through the proxy,
 each on its own keep-alive connection, for ``minutes`` after ``warmup_s`` of the same load.
 Half are valid uploads (test images at ``long_side=640``, text read), half invalid ones: with
 the API key, not an image (415), a truncated JPEG (400), a bad parameter (400), no image (400),
@@ -23,6 +23,8 @@ versus the requests without a valid key (warm-up included). The targets: no 5xx,
 under 10 % after warm-up, one audit row per request with the key, every refusal counted.
 
     python -m bench.soak [--minutes 10] [--concurrency 16] [--warmup-s 60]
+
+With ``--overload``, overload's shapes and targets instead (:mod:`bench.overload`).
 """
 
 from __future__ import annotations
@@ -258,6 +260,10 @@ def report(outcomes: list[Outcome], sent: tuple[int, int], records: tuple[int, i
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--overload" in argv:                 # issue 38's shapes: bench/overload.py
+        from bench import overload
+        return overload.main([arg for arg in argv if arg != "--overload"])
     parser = argparse.ArgumentParser(description="Soak the embedded setup (make soak).")
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--concurrency", type=int, default=16)

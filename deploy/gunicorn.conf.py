@@ -15,7 +15,11 @@ _inference_timeout_s = TRITON_TIMEOUT_S.read()
 bind = f"{HTTP_HOST.read()}:{HTTP_PORT.read()}"
 worker_class = "gthread"
 workers = read_int("GUNICORN_WORKERS", 2)
-threads = read_int("GUNICORN_THREADS", 4)
+# 8 threads: more than the requests admission lets wait on Triton at once (ocr_api.admission:
+# about 8 photos on 2 cores), so a thread is free to refuse the next one at once; 4 made
+# refusals wait up to TRITON_TIMEOUT_S for a thread (make soak SOAK_ARGS=--overload, 2 cores:
+# slowest refusal 30.5 s with 4 threads, 0.55 s with 8).
+threads = read_int("GUNICORN_THREADS", 8)
 
 # A worker must outlive the slowest inference (TRITON_TIMEOUT_S), or gunicorn would kill it
 # mid-request and the client would get a bare 502 instead of a 504 inference_timeout. A

@@ -120,6 +120,16 @@ class QuotaExceeded(ApiError):
     default_detail = "The key's daily quota is used up."
 
 
+class KeyBusy(ApiError):
+    default_code = "key_busy"
+    default_detail = "This key has its share of the pages being read while other keys wait."
+
+
+class Overloaded(ApiError):
+    default_code = "overloaded"
+    default_detail = "The inference server has more work ahead than this request's deadline."
+
+
 class InferenceUnavailable(ApiError):
     default_code = "inference_unavailable"
     default_detail = "The inference server is unavailable; retry later."

@@ -16,7 +16,7 @@ from ocr_contract import limits
 from ocr_inference.client import OcrResult, TritonClient
 from ocr_inference.errors import InferenceError
 
-from . import errors, metrics
+from . import admission, errors, metrics
 from .intake.documents import Document, page_input
 
 _lock = threading.Lock()
@@ -43,14 +43,41 @@ def api_error(error: InferenceError) -> errors.ApiError:
     return errors.from_inference(error, retry_after=settings.TRITON_RETRY_AFTER_S)
 
 
-def infer(image: bytes, parameters: dict) -> OcrResult:
-    """OCR of one image by the configured ensemble.
+def page_kind(document: Document) -> str:
+    """How admission costs the pages of ``document``: a document's pages (a PDF, a
+    multi-page TIFF) apart from images (:data:`ocr_api.admission.policy.DEFAULT_PAGE_S`)."""
+    return admission.DOCUMENT if document.paged else admission.IMAGE
+
+
+def infer(image: bytes, parameters: dict, kind: str = admission.IMAGE) -> OcrResult:
+    """OCR of one image (or page of ``kind``) by the configured ensemble, admitted first
+    (:mod:`ocr_api.admission`) as the current request's caller.
+
+    Raises:
+        errors.Overloaded, errors.KeyBusy: see :meth:`ocr_api.admission.Admission.admit`.
+        errors.ApiError: see :func:`ocr_api.errors.from_inference`.
+    """
+    admitted = admission.get().admit(admission.current_caller.get(), [kind])
+    try:
+        with admitted.page(0):
+            return get_client().infer(image, parameters)
+    except InferenceError as error:
+        raise api_error(error) from error
+
+
+def infer_job_page(document: Document, index: int, parameters: dict,
+                   give_up_s: float) -> OcrResult:
+    """OCR of page ``index`` (0-based) of a job's document with the job's ``parameters``:
+    never refused, it waits until synchronous requests would still find room
+    (:meth:`ocr_api.admission.Admission.job_page`, at most ``give_up_s`` seconds).
 
     Raises:
         errors.ApiError: see :func:`ocr_api.errors.from_inference`.
     """
+    data, extra = page_input(document, index)
     try:
-        return get_client().infer(image, parameters)
+        with admission.get().job_page(page_kind(document), give_up_s):
+            return get_client().infer(data, {**parameters, **extra})
     except InferenceError as error:
         raise api_error(error) from error
 
@@ -62,18 +89,29 @@ def concurrent_pages() -> int:
     return max(1, limits.CONCURRENT_PAGES.read() if value is None else int(value))
 
 
-def infer_many(items: list[tuple[bytes, dict]],
-               groups: list | None = None) -> list[OcrResult | errors.ApiError | None]:
+def infer_many(items: list[tuple[bytes, dict]], groups: list | None = None,
+               kinds: list[str] | None = None) -> list[OcrResult | errors.ApiError | None]:
     """OCR of several images, sent in order, :func:`concurrent_pages` at a time, each with its
     own deadline from when it is sent
-    (:meth:`~ocr_inference.client.TritonClient.infer_many`).
+    (:meth:`~ocr_inference.client.TritonClient.infer_many`); the request is admitted once,
+    before the first (:mod:`ocr_api.admission`), and every image is in the ledger while in
+    flight, with the next one (``kinds``: per item, how admission costs it; images by
+    default).
 
     Returns:
         per item its result, the API error it failed with, or None when it was not sent
         because an earlier item of its group (``groups``: the pages of one document) failed.
+
+    Raises:
+        errors.Overloaded, errors.KeyBusy: the request is refused; nothing was sent.
     """
+    if not items:
+        return []
+    admitted = admission.get().admit(admission.current_caller.get(),
+                                     kinds or [admission.IMAGE] * len(items))
     return [api_error(outcome) if isinstance(outcome, InferenceError) else outcome
-            for outcome in get_client().infer_many(items, concurrent_pages(), groups)]
+            for outcome in get_client().infer_many(items, concurrent_pages(), groups,
+                                                   around=admitted.page)]
 
 
 def page_inputs(document: Document, parameters: dict) -> list[tuple[bytes, dict]]:
@@ -118,9 +156,11 @@ def infer_pages(document: Document, parameters: dict) -> list[OcrResult]:
         errors.ApiError: see :func:`document_results`.
     """
     inputs = page_inputs(document, parameters)
+    kind = page_kind(document)
     if len(inputs) == 1:
-        return [infer(*inputs[0])]
-    return document_results(infer_many(inputs, groups=[0] * len(inputs)))
+        return [infer(*inputs[0], kind)]
+    return document_results(infer_many(inputs, groups=[0] * len(inputs),
+                                       kinds=[kind] * len(inputs)))
 
 
 def infer_documents(documents: list[Document],
@@ -137,7 +177,9 @@ def infer_documents(documents: list[Document],
     inputs = [page_inputs(document, parameters) for document in documents]
     outcomes = iter(infer_many([item for pages in inputs for item in pages],
                                groups=[number for number, pages in enumerate(inputs)
-                                       for _ in pages]))
+                                       for _ in pages],
+                               kinds=[page_kind(document) for document, pages
+                                      in zip(documents, inputs) for _ in pages]))
     answers: list[list[OcrResult] | errors.ApiError] = []
     for pages in inputs:
         try:

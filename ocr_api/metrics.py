@@ -41,6 +41,17 @@ IN_FLIGHT = Gauge("ocr_requests_in_flight", "OCR requests being handled",
 TRITON_ERRORS = Counter("ocr_triton_errors_total", "Triton calls that failed, by API error "
                         "code (inference_unavailable, inference_timeout, ...)", ["code"])
 
+ADMISSION_REFUSALS = Counter("ocr_admission_refusals_total", "Requests refused before "
+                             "inference, by reason (overloaded, key_busy)", ["reason"])
+ADMISSION_BACKLOG = Gauge("ocr_admission_backlog_seconds", "Estimated seconds of inference "
+                          "ahead of a page sent now, at the last admission (scale on it)",
+                          multiprocess_mode="mostrecent")
+ADMISSION_PAGES = Gauge("ocr_admission_pages_in_flight", "Pages in flight to Triton, from "
+                        "every process sharing the ledger, at the last admission",
+                        multiprocess_mode="mostrecent")
+ADMISSION_WAIT = Histogram("ocr_admission_wait_seconds", "Estimated wait of each page sent to "
+                           "Triton behind the pages already in flight", buckets=LATENCY_BUCKETS)
+
 
 def observe_image(endpoint: str, status: int, code: str, inference_ms: float | None) -> None:
     """Count one answered image and its inference time (milliseconds)."""

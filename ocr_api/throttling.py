@@ -35,9 +35,10 @@ from .audit import client_ip
 from .errors import QuotaExceeded, TooManyImages
 from .models import ApiKey, OcrRequest, QuotaUsage, RateWindow
 
-#: Error codes of requests refused before any image was looked at: they use no quota.
+#: Error codes of requests refused before any image was looked at, or before any was sent to
+#: Triton (admission's): they use no quota.
 NOT_CHARGED = ("rate_limited", "quota_exceeded", "too_many_images", "payload_too_large",
-               "missing_image")
+               "missing_image", "overloaded", "key_busy")
 #: Length of the rates' sliding window, seconds.
 WINDOW_S = 60
 
@@ -154,7 +155,9 @@ def _reserve(api_key: ApiKey, day: dt.date, cost: int) -> bool:
         if rows.update(images=F("images") + cost):
             return True
         if QuotaUsage.objects.filter(api_key=api_key, day=day).exists():
-            return False                                   # there, and full
+            # Full, or made by another request since the UPDATE above (PostgreSQL, a burst
+            # of a key's first requests of the day): the UPDATE once more tells which.
+            continue
         try:
             with transaction.atomic():
                 QuotaUsage.objects.create(api_key=api_key, day=day,

@@ -14,15 +14,17 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from typing import Callable, ContextManager
 
 import numpy as np
 import tritonclient.grpc as grpcclient
 from ocr_contract.tensors import (ANGLE, BOX_OF_WORD, BOXES, CHARACTER_BOXES, CHARACTER_SCORES,
-                                  CHARACTER_TEXTS, ENSEMBLE, IMAGE_SIZE, LINE_BOXES, LINE_OF_BOX,
-                                  PARAGRAPH_OF_LINE, READING_ORDER, SCORES, TEXT, TEXT_SCORES,
-                                  TEXTS, WORD_BOXES, WORD_OF_CHARACTER, WORD_SCORES, WORD_TEXTS)
+                                  CHARACTER_TEXTS, DEADLINE_PARAMETER, ENSEMBLE, IMAGE_SIZE,
+                                  LINE_BOXES, LINE_OF_BOX, PARAGRAPH_OF_LINE, READING_ORDER,
+                                  SCORES, TEXT, TEXT_SCORES, TEXTS, WORD_BOXES,
+                                  WORD_OF_CHARACTER, WORD_SCORES, WORD_TEXTS)
 from tritonclient.utils import InferenceServerException
 
 from . import errors, targets
@@ -183,19 +185,25 @@ class TritonClient:
             errors.InferenceError: see :func:`ocr_inference.errors.from_triton`.
         """
         started = time.perf_counter()
+        # The deadline as data too: a step already running when the gRPC deadline passes is
+        # never told (Triton 2.51), but stops at its next piece of work past this.
+        deadline = {DEADLINE_PARAMETER: int((time.time() + self.timeout_s) * 1000)}
         try:
             with self._inputs(image, parameters) as inputs:
                 result = self._client.infer(self.model, inputs,
                                             outputs=requested_outputs(parameters),
-                                            client_timeout=self.timeout_s)
+                                            client_timeout=self.timeout_s,
+                                            parameters=deadline)
         except InferenceServerException as exc:
-            return self._after_failure(exc, image, parameters, started)
+            return self._after_failure(exc, image, parameters, started, deadline)
         return self._result(result, started, wants_characters(parameters))
 
     # -- several images --------------------------------------------------------------------
 
     def infer_many(self, items: list[tuple[bytes, dict]], concurrency: int = 1,
-                   groups: list | None = None) -> list[OcrResult | errors.InferenceError | None]:
+                   groups: list | None = None,
+                   around: Callable[[int], ContextManager] = lambda index: nullcontext(),
+                   ) -> list[OcrResult | errors.InferenceError | None]:
         """Run the ensemble on several images, in order, at most ``concurrency`` at a time.
 
         Each call is :meth:`infer`'s: its deadline (:attr:`timeout_s`, retries included)
@@ -210,6 +218,8 @@ class TritonClient:
             groups: per item, the group it belongs to (the pages of one document); after an
                 item fails, the later items of its group are not sent. None: every item is its
                 own group (one bad image does not stop the others).
+            around: makes, from an item's index, a context entered around its call (the
+                gateway's admission ledger entry, :meth:`ocr_api.admission.Admission.page`).
 
         Returns:
             per item, in order: its :class:`OcrResult`, the
@@ -231,7 +241,8 @@ class TritonClient:
 
         def run(index: int) -> None:
             try:
-                outcomes[index] = self.infer(*items[index])
+                with around(index):
+                    outcomes[index] = self.infer(*items[index])
             except errors.InferenceError as exc:
                 outcomes[index] = exc
                 if groups is not None:
@@ -286,11 +297,12 @@ class TritonClient:
         return False
 
     def _after_failure(self, exc: InferenceServerException, image: bytes,
-                       parameters: dict, started: float) -> OcrResult:
+                       parameters: dict, started: float, deadline: dict) -> OcrResult:
         """What to do after a failed call: send it again, with the image in the message, after
         each pause of :data:`RETRY_PAUSES_S`, while another replica may answer it
         (:func:`_retryable`) or Triton lost our shared-memory regions, and time is left before
-        the deadline; otherwise raise.
+        the deadline; otherwise raise. ``deadline``: the call's request parameters (its
+        ``DEADLINE_PARAMETER``), sent again unchanged.
 
         Raises:
             errors.InferenceError: the (last) failure, mapped by :func:`errors.from_triton`.
@@ -304,7 +316,7 @@ class TritonClient:
             try:
                 result = self._client.infer(self.model, build_inputs(image, parameters),
                                             outputs=requested_outputs(parameters),
-                                            client_timeout=remaining)
+                                            client_timeout=remaining, parameters=deadline)
             except InferenceServerException as retry_exc:
                 exc = retry_exc
             else:

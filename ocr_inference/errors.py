@@ -11,6 +11,7 @@ a client should see. The gateway turns them into HTTP answers by code.
 from __future__ import annotations
 
 from ocr_contract.errors import ModelError, decode_model_error
+from ocr_contract.tensors import DEADLINE_PARAMETER
 from tritonclient.utils import InferenceServerException
 
 
@@ -64,8 +65,9 @@ def from_triton(exc: InferenceServerException, timeout_s: float) -> InferenceErr
     """
     status = str(exc.status() or "")
     message = exc.message() or ""
-    if status.endswith("DEADLINE_EXCEEDED"):
-        return InferenceTimeout(timeout_s)
+    if status.endswith("DEADLINE_EXCEEDED") or (status.endswith("CANCELLED")
+                                                 and DEADLINE_PARAMETER in message):
+        return InferenceTimeout(timeout_s)   # a step stopped it past the deadline we sent
     if status.endswith(_UNAVAILABLE_STATUSES) or "unknown model" in message:
         return InferenceUnavailable(message)
     refusal = decode_model_error(message) if status.endswith("INVALID_ARGUMENT") else None

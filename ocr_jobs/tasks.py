@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from ocr_api import errors, inference
 from ocr_api.answer import page_body
-from ocr_api.intake.documents import Document, open_document, page_input
+from ocr_api.intake.documents import Document, open_document
 from ocr_contract.parameters import RECOGNIZE
 
 from . import metrics, queueing
@@ -35,6 +35,10 @@ from .models import Job, JobPage
 logger = logging.getLogger(__name__)
 
 broker = get_broker()
+
+#: Longest a page waits for synchronous requests to leave room (ocr_api.admission) before it
+#: is sent anyway, seconds: jobs always progress, well within the message's 30-min limit.
+PAGE_MAX_WAIT_S = 600.0
 
 #: Codes a page's job fails with when the page itself cannot be read.
 PAGE_CRASHED = "page_crashed"
@@ -89,9 +93,9 @@ def _read_page(page_id: int) -> None:
                                                                 started=timezone.now())
     try:
         document = open_job_document(job)
-        data, extra = page_input(document, page.number - 1)
         started = time.perf_counter()
-        result = inference.infer(data, {**job.parameters, **extra})
+        result = inference.infer_job_page(document, page.number - 1, job.parameters,
+                                          give_up_s=PAGE_MAX_WAIT_S)
     except errors.ApiError as error:
         if error.status_code >= 500 and page.deliveries < settings.OCR_JOB_PAGE_MAX_DELIVERIES:
             metrics.PAGES.labels("retried").inc()

@@ -150,7 +150,9 @@ class VisionEndpoint(OcrEndpoint):
                 data, extra = documents.page_input(item.document, page)
                 inputs.append((data, {**item.asked.parameters, **extra}))
                 owners.append((item, page, record))
-        outcomes = inference.infer_many(inputs, groups=[id(item) for item, _, _ in owners])
+        outcomes = inference.infer_many(inputs, groups=[id(item) for item, _, _ in owners],
+                                        kinds=[inference.page_kind(item.document)
+                                               for item, _, _ in owners])
         for (item, page, record), outcome in zip(owners, outcomes):
             if item.error is None and (outcome is None or isinstance(outcome, errors.ApiError)):
                 error = outcome or errors.InferenceFailed("An earlier page failed.")

@@ -116,3 +116,15 @@ def pdftotext_words(pdf: bytes, tmp_path: Path, *args: str) -> list[dict]:
     layout = ET.fromstring(pdftotext(pdf, tmp_path, "-bbox", *args))
     return [{"text": word.text, **{k: float(word.get(k)) for k in ("xMin", "yMin", "xMax", "yMax")}}
             for word in layout.iter("{http://www.w3.org/1999/xhtml}word")]
+
+
+def ensemble_inferences(server) -> int:
+    """Requests ``server``'s ensemble has answered so far (Triton's statistics)."""
+    import tritonclient.grpc as grpcclient
+
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    try:
+        stats = client.get_inference_statistics("ensemble_ocr", as_json=True)
+    finally:
+        client.close()
+    return sum(int(model.get("inference_count", 0)) for model in stats["model_stats"])

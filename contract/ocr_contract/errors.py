@@ -35,6 +35,10 @@ ERROR_CODES: dict[str, int] = {
     "unsupported_media_type": 415,
     "rate_limited": 429,
     "quota_exceeded": 429,
+    # Admission (ocr_api.admission): the key holds its share of the pages in flight while
+    # other keys wait; Triton's backlog would not let the request be answered in time.
+    "key_busy": 429,
+    "overloaded": 503,
     "internal_error": 500,
     "inference_failed": 502,
     "inference_unavailable": 503,

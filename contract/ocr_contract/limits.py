@@ -87,6 +87,15 @@ MAX_PAGES = Limit("OCR_MAX_PAGES", 4, "pages",
 CONCURRENT_PAGES = Limit("TRITON_CONCURRENT_PAGES", 1, "pages",
                          "pages of one request sent to Triton at once (as many as it runs at "
                          "once: cpu flavour 1, gpu 4)")
+#: Admission (ocr_api.admission): a synchronous request is sent to Triton only when the work
+#: already in flight there and its own first page are expected to take at most this share of
+#: its TRITON_TIMEOUT_S deadline; otherwise it is refused at once (503 overloaded, with
+#: Retry-After). The remaining 20 % is the margin of an estimate made from the average page:
+#: a dense scan takes 4x a photo. 0 turns admission off (every request is sent and may time
+#: out, as before it existed).
+ADMISSION_PERCENT = Limit("OCR_ADMISSION_PERCENT", 80, "percent",
+                          "share of TRITON_TIMEOUT_S the expected wait and reading of a request "
+                          "may take before it is refused at once with 503 overloaded (0: off)")
 #: Resolution PDF pages are rendered at (a 10 pt line is then ~28 pixels high before the
 #: detector's resize); lowered for a page that would exceed OCR_MAX_PIXELS.
 PDF_DPI = Limit("OCR_PDF_DPI", 200, "dots per inch", "resolution PDF pages are rendered at")

@@ -28,6 +28,13 @@ RECOGNIZER_OUTPUT = "fetch_name_0"
 #: Tesseract, for the languages PP-OCR does not read.
 TESSERACT_MODEL = "tesseract"
 
+#: A request parameter (not a tensor, so outside the response cache's key, which is the model
+#: and the input tensors): the gateway's deadline for the request, milliseconds since the
+#: epoch. Triton does not tell a step that is already running that its request was cancelled
+#: (2.51); the Python steps compare the clock with this between pieces of work
+#: (ocr_pipeline.triton_python.is_cancelled). The hosts' clocks must agree (NTP).
+DEADLINE_PARAMETER = "ocr_deadline_ms"
+
 #: The models that only ``recognize`` calls (through BLS), none of them a step of the ensemble.
 #: Triton loads and unloads an ensemble's steps with it, but knows nothing of BLS calls: these
 #: are loaded by name at start (``ocr_pipeline.tritonserver.MODELS_AT_START``).

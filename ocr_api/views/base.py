@@ -12,7 +12,7 @@ from rest_framework.authentication import SessionAuthentication
 from rest_framework.parsers import MultiPartParser
 from rest_framework.views import APIView
 
-from .. import audit, errors
+from .. import admission, audit, errors
 from ..authentication import ApiKeyAuthentication
 from ..intake import uploads
 from ..intake.parsers import OctetStreamParser, PdfParser, RawImageParser
@@ -83,7 +83,12 @@ class OcrEndpoint(APIView):
 
     def dispatch(self, request, *args, **kwargs):
         self.recorder = audit.RequestRecorder(request, self.endpoint)
-        response = super().dispatch(request, *args, **kwargs)
+        # gunicorn's threads serve one request after another: no caller carries over.
+        caller = admission.current_caller.set("anonymous")
+        try:
+            response = super().dispatch(request, *args, **kwargs)
+        finally:
+            admission.current_caller.reset(caller)
         data = getattr(response, "data", None)
         error = (data.get("error") or {}) if isinstance(data, dict) else {}
         self.recorder.finish(response.status_code, error.get("code", ""))
@@ -110,6 +115,7 @@ class OcrEndpoint(APIView):
             self.recorder.api_key = request.auth
         elif getattr(request.user, "is_authenticated", False):
             self.recorder.user = request.user                # a staff session: the demo page
+        admission.current_caller.set(admission.caller_of(request))
         user = request.user
         self.recorder.authenticated = isinstance(request.auth, ApiKey) or bool(
             user is not None and user.is_authenticated)

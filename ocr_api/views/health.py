@@ -8,6 +8,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from .. import admission
 from ..inference import get_client
 from ..serializers import error_responses
 
@@ -26,7 +27,12 @@ class HealthView(APIView):
 
 class ReadyView(APIView):
     """Readiness: at least one Triton replica is live with the ensemble ready; 503 otherwise.
-    ``replicas`` says how many of the replicas ``TRITON_GRPC_URL`` names are ready."""
+    ``replicas`` says how many of the replicas ``TRITON_GRPC_URL`` names are ready; ``load``
+    what admission sees (:meth:`ocr_api.admission.Admission.load`: the backlog in seconds,
+    pages in flight, ``saturated``). A saturated gateway stays ready: its replicas share one
+    Triton and one ledger, so taking them out of the Service would turn fast 503s with
+    ``Retry-After`` into refused connections; scale on ``ocr_admission_backlog_seconds``
+    instead."""
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
@@ -42,7 +48,8 @@ class ReadyView(APIView):
         ready = replicas_ready > 0 and client.is_ready()
         body = {"status": "ready" if ready else "unavailable",
                 "model": {"name": client.model, "ready": ready},
-                "replicas": {"ready": replicas_ready, "total": replicas}}
+                "replicas": {"ready": replicas_ready, "total": replicas},
+                "load": admission.get().load()}
         response = Response(body, status=status.HTTP_200_OK if ready
                             else status.HTTP_503_SERVICE_UNAVAILABLE)
         if not ready:

@@ -122,9 +122,12 @@ def test_ready_is_200_with_triton_up(anonymous_client, live_triton):
     response = anonymous_client.get("/api/ready")
     assert response.status_code == 200
     body = response.json()
-    assert body["status"] == "ready"
+    load = body.pop("load")
     assert body == {"status": "ready", "model": {"name": "ensemble_ocr", "ready": True},
                     "replicas": {"ready": 1, "total": 1}}
+    # Nothing in flight; admission's share of the tests' 180-s deadline (80 %).
+    assert (load["pages_in_flight"], load["backlog_s"], load["saturated"]) == (0, 0.0, False)
+    assert load["limit_s"] == 144.0 and set(load["page_s"]) == {"image", "document"}
 
 
 def test_health_needs_no_key(anonymous_client):

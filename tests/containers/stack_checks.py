@@ -125,8 +125,13 @@ def test_the_runbooks_curl_answers_the_boxes_and_text_make_serve_answers():
 def test_ready_reports_the_replica():
     status, _, body = request(f"{API}/api/ready")
     assert status == 200
-    assert json.loads(body) == {"status": "ready", "model": {"name": "ensemble_ocr", "ready": True},
-                                "replicas": {"ready": 1, "total": 1}}
+    body = json.loads(body)
+    load = body.pop("load")
+    assert body == {"status": "ready", "model": {"name": "ensemble_ocr", "ready": True},
+                    "replicas": {"ready": 1, "total": 1}}
+    # Nothing in flight on a quiet stack; the ledger is the compose stack's Redis.
+    assert (load["pages_in_flight"], load["backlog_s"], load["saturated"]) == (0, 0.0, False)
+    assert load["limit_s"] > 0 and set(load["page_s"]) == {"image", "document"}
 
 
 def refused(address: str, port: int) -> bool:

@@ -79,7 +79,7 @@ class ProxiedGateway:
 def start_proxied_gateway(var: Path, triton_grpc_url: str | None = None,
                           proxy_settings: ProxySettings | None = None,
                           **env: str) -> ProxiedGateway:
-    """Start gunicorn (2 workers x 4 threads, as ``make serve``) on ``var``'s own database,
+    """Start gunicorn (2 workers x 4 threads; make serve has 8) on ``var``'s own database,
     and nginx in front of it.
 
     Args:

@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +50,7 @@ class JobsStack:
     workers: JobWorkers
     keys: dict
     port: int = 0
+    threads: int = 4
     gunicorn: subprocess.Popen | None = None
     http: urllib3.PoolManager = field(default_factory=lambda: urllib3.PoolManager(
         timeout=urllib3.Timeout(connect=5, read=300), retries=False))
@@ -59,7 +61,8 @@ class JobsStack:
         log = open(self.var / "gunicorn.log", "ab")
         self.gunicorn = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "gateway.wsgi:application",
-             "--bind", f"127.0.0.1:{self.port}", "--workers", "1", "--threads", "4",
+             "--bind", f"127.0.0.1:{self.port}", "--workers", "1",
+             "--threads", str(self.threads),
              "--timeout", "300"], cwd=ROOT, env={**os.environ, **self.env},
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
@@ -140,12 +143,12 @@ class JobsStack:
         self.redis.stop()
 
 
-@pytest.fixture(scope="module")
-def jobs_stack(triton, tmp_path_factory):
-    """redis-server + 1 worker process (2 threads) + gunicorn on their own SQLite file, with
-    keys ``a``, ``b`` and ``quota`` (a daily quota of 50 pages). Webhooks may go to
-    http://127.0.0.1."""
-    var = tmp_path_factory.mktemp("jobs-stack")
+@contextmanager
+def running_jobs_stack(triton, var: Path, threads: int = 4, **settings: str):
+    """redis-server + 1 worker process (2 threads) + gunicorn (1 process, ``threads``) on
+    their own SQLite file (or PostgreSQL database: :func:`fresh_database`) in ``var``, with
+    keys ``a``, ``b`` and ``quota`` (a daily quota of 50 pages), pointed at ``triton``;
+    ``settings`` override the environment. Webhooks may go to http://127.0.0.1."""
     database_url = fresh_database(var)
     redis = RedisServer(var / "redis").start()
     env = {"OCR_VAR_DIR": str(var), "DATABASE_URL": database_url,
@@ -153,20 +156,27 @@ def jobs_stack(triton, tmp_path_factory):
            "TRITON_GRPC_URL": triton.grpc_url, "TRITON_METRICS_URL": triton.metrics_url,
            "TRITON_TIMEOUT_S": "180", "OCR_JOB_HEARTBEAT_S": "5", "OCR_JOB_WINDOW": "4",
            "OCR_WEBHOOK_ALLOW_PRIVATE": "true", "OCR_WEBHOOK_HTTP_HOSTS": "127.0.0.1",
-           "OCR_JOB_WORKER_THREADS": "2", "PROMETHEUS_MULTIPROC_DIR": ""}
+           "OCR_JOB_WORKER_THREADS": "2", "PROMETHEUS_MULTIPROC_DIR": "", **settings}
     env.pop("PROMETHEUS_MULTIPROC_DIR")
     manage(["migrate", "--noinput"], env)
     manage(["collectstatic", "--noinput", "--verbosity", "0"], env)    # the demo page's
     keys = json.loads(manage(["shell", "-c", _MAKE_KEYS], env).split("KEYS ", 1)[1])
     workers = JobWorkers(MANAGE, env=env, processes=1, threads=2,
                          log_path=var / "workers.log").start()
-    stack = JobsStack(var, env, redis, workers, keys)
+    stack = JobsStack(var, env, redis, workers, keys, threads=threads)
     try:
         stack.start_gateway()
         yield stack
     finally:
         stack.stop()
         drop_database(database_url)
+
+
+@pytest.fixture(scope="module")
+def jobs_stack(triton, tmp_path_factory):
+    """:func:`running_jobs_stack` with the deadline of the other tests (180 s)."""
+    with running_jobs_stack(triton, tmp_path_factory.mktemp("jobs-stack")) as stack:
+        yield stack
 
 
 def fresh_database(var: Path) -> str:
@@ -192,4 +202,11 @@ def drop_database(url: str) -> None:
 
     name = url.rsplit("/", 1)[1]
     with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as db:
+        for attempt in range(10):
+            try:
+                db.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                return
+            except psycopg.errors.InsufficientPrivilege:
+                # An autovacuum worker on it, which a non-superuser may not terminate.
+                time.sleep(1)
         db.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

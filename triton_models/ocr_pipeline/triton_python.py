@@ -8,12 +8,14 @@ there and nowhere else. The numeric work lives in :mod:`ocr_pipeline.imaging`,
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
 from ocr_contract.errors import encode_model_error
+from ocr_contract.tensors import DEADLINE_PARAMETER
 
 from .engines import EngineOptions, run_grouped, share_cpus
 from .precision import load_engine
@@ -41,6 +43,47 @@ def refusal(code: str, message: str, field: str | None = None) -> "pb_utils.Infe
     """
     return pb_utils.InferenceResponse(error=pb_utils.TritonError(
         encode_model_error(code, message, field), pb_utils.TritonError.INVALID_ARG))
+
+
+class RequestCancelled(Exception):
+    """Raised inside a model's work when the client gave up on the request
+    (:func:`stop_if_cancelled`); the model answers it with :func:`cancelled`."""
+
+
+def is_cancelled(request) -> bool:
+    """Whether the client gave up on ``request`` (the model should stop working on it).
+
+    Triton (>= 23.10) cancels a request when its gRPC call is cancelled or its deadline
+    (tritonclient's ``client_timeout``) passes (docs/user_guide/request_cancellation.md), but
+    a Python model has to ask and stop by itself (python_backend README, "Request
+    Cancellation Handling"). Measured with Triton 2.51 (tests/inference/test_cancellation.py):
+    the ensemble scheduler still schedules each later step, marking its request cancelled, and
+    our steps (default scheduler, rate limiter) hand it to the model: unchecked, a request
+    abandoned during detection was read to the end. The mark is set only when a step is
+    scheduled, never on a step already running or waiting behind the rate limiter
+    (triton-inference-server/server#6739), and never on BLS requests; a request sent to a
+    model directly is marked at once. So the gateway's deadline also comes as the request
+    parameter ``DEADLINE_PARAMETER`` (epoch milliseconds), which the ensemble passes to every
+    step: past it, the request is as good as cancelled, whatever Triton marked.
+    """
+    if request.is_cancelled():
+        return True
+    deadline_ms = json.loads(request.parameters() or "{}").get(DEADLINE_PARAMETER)
+    return deadline_ms is not None and time.time() * 1000.0 > deadline_ms
+
+
+def stop_if_cancelled(request) -> None:
+    """Raise :class:`RequestCancelled` when :func:`is_cancelled` (between pieces of work)."""
+    if is_cancelled(request):
+        raise RequestCancelled()
+
+
+def cancelled() -> "pb_utils.InferenceResponse":
+    """The response to a request its client gave up on: CANCELLED (gRPC CANCELLED), what
+    Triton core itself answers; nobody reads it, it only ends the request."""
+    return pb_utils.InferenceResponse(error=pb_utils.TritonError(
+        f"request cancelled by its client (call cancelled, or past its {DEADLINE_PARAMETER})",
+        pb_utils.TritonError.CANCELLED))
 
 
 def warmup_sample(config: dict) -> dict[str, np.ndarray] | None:
@@ -97,14 +140,23 @@ class OnnxPythonModel:
         """Run the requests Triton hands over (several with dynamic batching).
 
         Requests whose inputs have the same shape run as one engine call
-        (:func:`ocr_pipeline.engines.run_grouped`); each response gets back its own rows.
+        (:func:`ocr_pipeline.engines.run_grouped`); each response gets back its own rows. A
+        request its client gave up on (:func:`is_cancelled`) is answered :func:`cancelled`
+        without running the network.
         """
+        gone = [is_cancelled(request) for request in requests]
         feeds = [{name: optional_input(request, name) for name in self.inputs}
-                 for request in requests]
-        results = run_grouped(self.engine, feeds)
-        return [pb_utils.InferenceResponse(output_tensors=[
-            pb_utils.Tensor(name, result[name]) for name in self.outputs])
-            for result in results]
+                 for request, skip in zip(requests, gone) if not skip]
+        results = iter(run_grouped(self.engine, feeds) if feeds else [])
+        responses = []
+        for skip in gone:
+            if skip:
+                responses.append(cancelled())
+                continue
+            result = next(results)
+            responses.append(pb_utils.InferenceResponse(output_tensors=[
+                pb_utils.Tensor(name, result[name]) for name in self.outputs]))
+        return responses
 
     def finalize(self):
         del self._info  # metric before its family

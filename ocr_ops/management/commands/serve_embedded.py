@@ -27,6 +27,11 @@ from ocr_embedded.stack import (START_ERRORS, TRITON_GRPC_PORT, TRITON_HTTP_PORT
 from ocr_ops import demo
 
 
+#: How long Triton may take to get its models ready, seconds (a restart with the engine cache
+#: takes about a minute on 2 cores).
+FIRST_START_TIMEOUT_S = 1800.0
+
+
 def _port_is_free(port: int) -> bool:
     """Nothing listens on ``port`` (any interface) right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -64,6 +69,9 @@ class Command(BaseCommand):
             supervised=True, triton_ports=(triton_grpc_port, triton_http_port,
                                            triton_metrics_port),
             engine_cache=cache_dir, var_dir=settings.VAR_DIR, gunicorn_log=False,
+            # A first start times every network's precisions: on 2 busy cores (CI building
+            # images beside it) that passed 10 minutes once.
+            triton_start_timeout_s=FIRST_START_TIMEOUT_S,
             listen_host=HTTP_HOST.read(), listen_port=port, jobs=True,
             # gunicorn's start-up lines ("Listening at: http://127.0.0.1:<port>") name its
             # port behind the proxy, not the one to use; the banner names that.

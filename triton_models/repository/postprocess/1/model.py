@@ -9,7 +9,7 @@ from ocr_contract.parameters import LINK_THRESHOLD, LOW_TEXT, REFINE, TEXT_THRES
 from ocr_pipeline import detection, params
 from ocr_pipeline.detection import (POST_BOXES, POST_LINK, POST_MAPS, POST_RATIO, POST_SCORES,
                                     POST_SIZE)
-from ocr_pipeline.triton_python import optional_input, refusal
+from ocr_pipeline.triton_python import cancelled, is_cancelled, optional_input, refusal
 
 
 class TritonPythonModel:
@@ -17,7 +17,8 @@ class TritonPythonModel:
     thresholds -> ``BOXES [N,4,2]``, ``SCORES [N]``."""
 
     def execute(self, requests):
-        return [self._one(request) for request in requests]
+        return [cancelled() if is_cancelled(request) else self._one(request)
+                for request in requests]
 
     def _one(self, request):
         try:

@@ -9,7 +9,8 @@ from ocr_contract.parameters import LONG_SIDE, RECOGNIZE, ParameterError
 from ocr_contract.tensors import PAGE
 
 from ocr_pipeline import imaging, params
-from ocr_pipeline.triton_python import model_parameters, optional_input, refusal
+from ocr_pipeline.triton_python import (cancelled, is_cancelled, model_parameters, optional_input,
+                                        refusal)
 
 
 class TritonPythonModel:
@@ -28,7 +29,8 @@ class TritonPythonModel:
                                  f"long_side in {LONG_SIDE.bounds()}")
 
     def execute(self, requests):
-        return [self._one(request) for request in requests]
+        return [cancelled() if is_cancelled(request) else self._one(request)
+                for request in requests]
 
     def _one(self, request):
         data = optional_input(request, "IMAGE_BYTES").reshape(-1)[0]

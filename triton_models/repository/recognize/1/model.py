@@ -2,6 +2,7 @@
 angle (ocr_pipeline.orientation), the text of every box, the reading order in the text's own
 frame, and the whole text (BLS over the recognizer and tesseract models; see config.pbtxt)."""
 
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,8 @@ from ocr_contract.tensors import TESSERACT_MODEL
 from ocr_pipeline import (detection, imaging, orientation, params, reading_order, recognition,
                           routing, tesseract, words)
 from ocr_pipeline.recognition import Reading, Span
-from ocr_pipeline.triton_python import model_parameters, optional_input, refusal
+from ocr_pipeline.triton_python import (RequestCancelled, cancelled, model_parameters,
+                                        optional_input, refusal, stop_if_cancelled)
 
 
 class TritonPythonModel:
@@ -34,9 +36,20 @@ class TritonPythonModel:
         self.dictionaries: dict[int, list[str]] = {}
 
     def execute(self, requests):
-        return [self._one(request) for request in requests]
+        """One response per request; a request its client gave up on is answered CANCELLED
+        instead of being read (ocr_pipeline.triton_python.is_cancelled): at once, or before
+        its next BLS call. As an ensemble step, its request is marked only when the ensemble
+        was cancelled before this step was scheduled (Triton 2.51)."""
+        responses = []
+        for request in requests:
+            try:
+                responses.append(self._one(request))
+            except RequestCancelled:
+                responses.append(cancelled())
+        return responses
 
     def _one(self, request):
+        stop_if_cancelled(request)
         try:
             wanted = params.read(RECOGNIZE, optional_input(request, RECOGNIZE.tensor))
             codes = params.read(LANGUAGE, optional_input(request, LANGUAGE.tensor))
@@ -53,21 +66,22 @@ class TritonPythonModel:
         image = optional_input(request, "ORIGINAL_IMAGE")
         height, width = image.shape[:2]
         route = routing.route(codes)
+        read = partial(self._recognizer, parent=request)
         try:
             angle, flipped, known = 0, None, None
             if auto:
-                voted = orientation.vote(image, boxes, self._recognizer, recognition.CROP_MARGIN)
+                voted = orientation.vote(image, boxes, read, recognition.CROP_MARGIN)
                 angle = voted[0]
                 if angle:
                     # A turned page: found again on the page turned upright (CRAFT is not
                     # rotation-invariant), read there, and the boxes turned back.
                     upright = np.ascontiguousarray(np.rot90(image, k=angle // 90))
                     boxes, scores = self._detect(request, upright)
-                    decision = orientation.decide(upright, boxes, self._recognizer,
+                    decision = orientation.decide(upright, boxes, read,
                                                   recognition.CROP_MARGIN)
                     image = upright
                 else:
-                    decision = orientation.decide(image, boxes, self._recognizer,
+                    decision = orientation.decide(image, boxes, read,
                                                   recognition.CROP_MARGIN, voted)
                 known = decision.readings
                 # A line upside down on the page read; a turned page's second vote is 0 unless
@@ -76,7 +90,7 @@ class TritonPythonModel:
                 boxes = np.stack([orientation.oriented(box, a)
                                   for box, a in zip(boxes, decision.angles)]) \
                     if len(boxes) else boxes.reshape(0, 4, 2)
-            readings = self._read(image, boxes, route, known) if len(boxes) else []
+            readings = self._read(request, image, boxes, route, known) if len(boxes) else []
         except pb_utils.TritonModelException as exc:
             return pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc)))
         found = _words(image, boxes, readings, characters)
@@ -106,38 +120,38 @@ class TritonPythonModel:
         sent = {parameter.tensor: optional_input(request, parameter.tensor)
                 for parameter in (TEXT_THRESHOLD, LINK_THRESHOLD, LOW_TEXT, REFINE)}
         refine = params.read(REFINE, sent[REFINE.tensor])
-        return detection.detect(_run, prepared, refine,
+        return detection.detect(partial(_run, parent=request), prepared, refine,
                                 {name: value for name, value in sent.items() if value is not None})
 
-    def _read(self, image: np.ndarray, boxes: np.ndarray, route: routing.Route,
+    def _read(self, request, image: np.ndarray, boxes: np.ndarray, route: routing.Route,
               known: list[Reading] | None = None) -> list[Reading]:
         """Each box's reading, by the route's recognizer (see ocr_pipeline.routing);
         ``known``: the recognizer's readings of these boxes, when already read."""
         if route.recognizer == TESSERACT:
             return self._tesseract(_crops(image, boxes, tesseract.CROP_MARGIN),
-                                   route.tesseract_languages)
+                                   route.tesseract_languages, request)
         readings = known if known is not None else \
-            self._recognizer(_crops(image, boxes, recognition.CROP_MARGIN))
+            self._recognizer(_crops(image, boxes, recognition.CROP_MARGIN), request)
         if route.auto:
             readings = routing.second_opinion(readings, lambda indices, languages: self._tesseract(
-                _crops(image, boxes[indices], tesseract.CROP_MARGIN), languages))
+                _crops(image, boxes[indices], tesseract.CROP_MARGIN), languages, request))
         return readings
 
-    def _recognizer(self, crops: list[np.ndarray]) -> list[Reading]:
-        """PP-OCR on the crops, in batches of similar width."""
+    def _recognizer(self, crops: list[np.ndarray], parent) -> list[Reading]:
+        """PP-OCR on the crops, in batches of similar width, for request ``parent``."""
         readings: list[Reading] = [Reading("", 0.0)] * len(crops)
         widths = [recognition.resized_width(crop) for crop in crops]
         for batch in recognition.plan_batches(widths, self.batch):
             tensor = recognition.batch_tensor([crops[i] for i in batch])
             probabilities = _call(RECOGNIZER_MODEL, [pb_utils.Tensor(RECOGNIZER_INPUT, tensor)],
-                                  [RECOGNIZER_OUTPUT])[0]
+                                  [RECOGNIZER_OUTPUT], parent)[0]
             classes = self._dictionary(probabilities.shape[-1])
             for i, reading in zip(batch, recognition.ctc_greedy(probabilities, classes)):
                 readings[i] = reading
         return readings
 
-    def _tesseract(self, crops: list[np.ndarray], languages: str) -> list[Reading]:
-        """Tesseract on the crops (one call, lines padded to the widest)."""
+    def _tesseract(self, crops: list[np.ndarray], languages: str, parent) -> list[Reading]:
+        """Tesseract on the crops (one call, lines padded to the widest), for ``parent``."""
         lines = [tesseract.line_image(crop) for crop in crops]
         widest = max(line.shape[1] for line in lines)
         stacked = np.full((len(lines), tesseract.HEIGHT, widest), 255, dtype=np.uint8)
@@ -148,7 +162,7 @@ class TritonPythonModel:
             pb_utils.Tensor("WIDTHS", np.array([line.shape[1] for line in lines], np.int32)),
             pb_utils.Tensor("LANGUAGES", np.array([languages.encode()], dtype=object))],
             ["TEXTS", "TEXT_SCORES", "WORD_BOXES", "WORD_TEXTS", "WORD_SCORES", "LINE_OF_WORD",
-             "SYMBOL_BOXES", "SYMBOL_TEXTS", "SYMBOL_SCORES", "WORD_OF_SYMBOL"])
+             "SYMBOL_BOXES", "SYMBOL_TEXTS", "SYMBOL_SCORES", "WORD_OF_SYMBOL"], parent)
         texts, scores = outputs[:2]
         # Tesseract's boxes are in the pixels of the line images: scaled back to the crops'.
         scales = [(crop.shape[1] / line.shape[1], crop.shape[0] / line.shape[0])
@@ -216,12 +230,15 @@ def _turned_back(word: words.Word, angle: int, width: int, height: int) -> words
                                          text, score) for points, text, score in word.characters))
 
 
-def _call(model: str, inputs: list, outputs: list[str]) -> list[np.ndarray]:
-    """One BLS request; the named outputs as numpy.
+def _call(model: str, inputs: list, outputs: list[str], parent) -> list[np.ndarray]:
+    """One BLS request for request ``parent``; the named outputs as numpy.
 
     Raises:
+        RequestCancelled: ``parent``'s client gave up on it (checked before the call: a BLS
+            request is never cancelled with its parent, so this is where the work stops).
         pb_utils.TritonModelException: the model failed or is not loaded.
     """
+    stop_if_cancelled(parent)
     response = pb_utils.InferenceRequest(model_name=model, inputs=inputs,
                                          requested_output_names=outputs).exec()
     if response.has_error():
@@ -229,11 +246,11 @@ def _call(model: str, inputs: list, outputs: list[str]) -> list[np.ndarray]:
     return [pb_utils.get_output_tensor_by_name(response, name).as_numpy() for name in outputs]
 
 
-def _run(model: str, inputs: dict[str, np.ndarray], outputs: tuple[str, ...]
+def _run(model: str, inputs: dict[str, np.ndarray], outputs: tuple[str, ...], parent
          ) -> dict[str, np.ndarray]:
-    """:data:`ocr_pipeline.detection.RunModel` through BLS (:func:`_call`)."""
+    """:data:`ocr_pipeline.detection.RunModel` through BLS (:func:`_call`), for ``parent``."""
     arrays = _call(model, [pb_utils.Tensor(name, value) for name, value in inputs.items()],
-                   list(outputs))
+                   list(outputs), parent)
     return dict(zip(outputs, arrays))
 
 

@@ -1,0 +1,287 @@
+"""Admission with a deadline: a synchronous request is refused at once when Triton cannot
+answer it within its deadline, instead of being sent to time out; job pages wait for room.
+
+Every page sent to Triton is written in a ledger shared by the gateway's workers, the job
+workers and the other replicas (:mod:`.ledger`) while it is in flight; :mod:`.policy` decides
+from it. A request is checked once (:meth:`Admission.admit`: the check and its first page's
+entry in one step); its later pages follow without a check, so a document let in is read to
+the end, and while one is in flight the next is written in as well (it will wait behind what
+is admitted meanwhile). Job pages wait for room instead (:meth:`Admission.job_page`). Metrics:
+``ocr_admission_refusals_total{reason}``, ``ocr_admission_backlog_seconds``,
+``ocr_admission_pages_in_flight``, ``ocr_admission_wait_seconds``
+(:mod:`ocr_api.metrics`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Callable
+
+from django.conf import settings
+from ocr_inference.errors import InferenceTimeout
+from redis.exceptions import RedisError
+
+from .. import errors, metrics
+from .ledger import Entry, LocalLedger, RedisLedger, Snapshot, now
+from .policy import (DOCUMENT, IMAGE, Budget, Refusal, backlog_s, decide, page_cost_s,
+                     service_sample_s)
+
+logger = logging.getLogger(__name__)
+
+#: Who the current thread's request is from (:func:`caller_of`); set by the OCR endpoints.
+current_caller: ContextVar[str] = ContextVar("ocr_admission_caller", default="anonymous")
+
+#: The caller job pages are sent as: jobs together are one caller among the keys.
+JOBS = "jobs"
+
+#: While Redis does not answer, this process uses its own ledger for this long, seconds.
+FALLBACK_S = 60.0
+
+
+def caller_of(request) -> str:
+    """The caller a request counts as: its API key (``key:<prefix>``), the staff user of a
+    session (``user:<id>``), or ``anonymous``."""
+    prefix = getattr(getattr(request, "auth", None), "prefix", None)
+    if prefix:
+        return f"key:{prefix}"
+    user = getattr(request, "user", None)
+    if getattr(user, "is_authenticated", False):
+        return f"user:{user.pk}"
+    return "anonymous"
+
+
+@dataclass
+class InFlight:
+    """A page written in the ledger: its entry's token (and its request's next page's), the
+    wait it was sent into, seconds, and when it was sent (perf_counter)."""
+
+    tokens: list[str]
+    waited_s: float
+    started: float = field(default_factory=time.perf_counter)
+
+
+class Admission:
+    """One process's view of the shared ledger.
+
+    Args:
+        ledger: where pages in flight are written (:class:`~.ledger.RedisLedger`, or
+            :class:`~.ledger.LocalLedger`).
+        budget: the deadline, its admitted share and Triton's parallelism.
+        fallback: the ledger used for :data:`FALLBACK_S` after ``ledger`` fails (Redis down):
+            admission then covers this process only, never stops serving.
+    """
+
+    def __init__(self, ledger, budget: Budget, fallback: LocalLedger | None = None):
+        self.ledger, self.budget = ledger, budget
+        self.fallback = fallback or LocalLedger()
+        self._fallback_until = 0.0
+        self._lock = threading.Lock()
+
+    @property
+    def enabled(self) -> bool:
+        return self.budget.percent > 0
+
+    def _with_ledger(self, work: Callable):
+        """``work(ledger)`` on the shared ledger, or on this process's while the shared one
+        does not answer (then for :data:`FALLBACK_S`, with a warning)."""
+        if time.monotonic() >= self._fallback_until:
+            try:
+                return work(self.ledger)
+            except RedisError as exc:
+                with self._lock:
+                    if time.monotonic() >= self._fallback_until:
+                        logger.warning("admission ledger unavailable (%s): this process admits "
+                                       "on its own for %.0f s", type(exc).__name__, FALLBACK_S)
+                    self._fallback_until = time.monotonic() + FALLBACK_S
+        return work(self.fallback)
+
+    def _enter(self, ledger, snapshot: Snapshot, moment: float, caller: str, kind: str,
+               next_follows: bool) -> InFlight:
+        """Write a page (and its request's next one, expected to be sent when it ends) in
+        ``ledger``; its deadline is its entry's expiry."""
+        cost_s = page_cost_s(snapshot, kind)
+        waited_s = backlog_s(snapshot, moment, self.budget.parallel)
+        deadline = moment + self.budget.deadline_s
+        tokens = [uuid.uuid4().hex]
+        ledger.add(tokens[0], Entry(caller, cost_s, moment, deadline))
+        if next_follows:
+            tokens.append(uuid.uuid4().hex)
+            ledger.add(tokens[1], Entry(caller, cost_s, moment + waited_s + cost_s,
+                                        deadline + cost_s))
+        metrics.ADMISSION_WAIT.observe(waited_s)
+        metrics.ADMISSION_BACKLOG.set(waited_s)
+        metrics.ADMISSION_PAGES.set(len(snapshot.entries) + len(tokens))
+        return InFlight(tokens, waited_s)
+
+    @contextmanager
+    def _in_flight(self, page: InFlight, kind: str):
+        """Around a page's Triton call: then take it out of the ledger, and measure what it
+        cost when it was answered, or at least cost when it timed out (a page that never
+        finishes in time would otherwise never be measured, and keep its kind's default)."""
+        measured = False
+        try:
+            yield
+            measured = True
+        except InferenceTimeout:
+            measured = True
+            raise
+        finally:
+            latency_s = time.perf_counter() - page.started
+
+            def leave(ledger):
+                for token in page.tokens:
+                    ledger.remove(token)
+                if measured:
+                    ledger.observe(kind, service_sample_s(latency_s, page.waited_s))
+
+            self._with_ledger(leave)
+
+    # -- synchronous requests -------------------------------------------------------------
+
+    def admit(self, caller: str, kinds: list[str]) -> "Admitted":
+        """Let ``caller``'s request in, its pages of ``kinds`` (in the order sent), or refuse
+        it. The check and the first page's entry are one step under the ledger's lock, so a
+        burst arriving at once is counted page by page.
+
+        Raises:
+            errors.Overloaded: Triton's backlog and the first page do not fit in the
+                deadline's share (503, ``Retry-After``); a document is told that
+                ``POST /api/jobs`` waits.
+            errors.KeyBusy: other callers are active and ``caller`` holds its share (429,
+                ``Retry-After``).
+        """
+        if not self.enabled:
+            return Admitted(self, caller, kinds, None)
+
+        def check_and_enter(ledger) -> InFlight | Refusal:
+            with ledger.locked():
+                moment = now()
+                snapshot = ledger.snapshot(moment)
+                refusal = decide(snapshot, caller, moment, self.budget, kinds[0])
+                if refusal is None:
+                    return self._enter(ledger, snapshot, moment, caller, kinds[0],
+                                       len(kinds) > 1)
+                if refusal.code == "overloaded":
+                    # The caller holds its share while it waits, so the callers already in
+                    # do not take all the room that frees up meanwhile.
+                    ledger.hold_share(caller, moment + refusal.retry_after_s
+                                      + page_cost_s(snapshot, kinds[0]))
+                return refusal
+
+        outcome = self._with_ledger(check_and_enter)
+        if isinstance(outcome, Refusal):
+            metrics.ADMISSION_REFUSALS.labels(outcome.code).inc()
+            raise refused(outcome, kinds)
+        return Admitted(self, caller, kinds, outcome)
+
+    # -- job pages ------------------------------------------------------------------------
+
+    @contextmanager
+    def job_page(self, kind: str, give_up_s: float, poll_s: float = 0.5):
+        """A job's page in the ledger while in flight (as the caller :data:`JOBS`), sent once
+        the backlog and the page itself fit in half the deadline's share, or nothing is in
+        flight, so that it leaves synchronous requests room (its network and its rendering
+        take cores from theirs, too); after ``give_up_s`` seconds of waiting it goes anyway
+        (jobs always progress). Never refused."""
+        if not self.enabled:
+            yield
+            return
+        started = time.monotonic()
+
+        def enter_if_room(ledger) -> InFlight | None:
+            with ledger.locked():
+                moment = now()
+                snapshot = ledger.snapshot(moment)
+                ahead_s = backlog_s(snapshot, moment, self.budget.parallel)
+                if (snapshot.entries and time.monotonic() - started < give_up_s
+                        and ahead_s + page_cost_s(snapshot, kind) > self.budget.limit_s / 2):
+                    return None
+                return self._enter(ledger, snapshot, moment, JOBS, kind, False)
+
+        while (page := self._with_ledger(enter_if_room)) is None:
+            time.sleep(poll_s)
+        with self._in_flight(page, kind):
+            yield
+
+    # -- readiness ------------------------------------------------------------------------
+
+    def load(self) -> dict:
+        """What ``GET /api/ready`` tells about load: ``backlog_s`` (seconds of work ahead of a
+        page sent now), ``pages_in_flight`` (next pages of documents included), ``page_s``
+        (the expected cost of an image and of a document page), ``limit_s`` and
+        ``saturated`` (an image sent now would be refused)."""
+        moment = now()
+        snapshot = self._with_ledger(lambda ledger: ledger.snapshot(moment))
+        wait_s = backlog_s(snapshot, moment, self.budget.parallel)
+        page_s = {kind: round(page_cost_s(snapshot, kind), 2) for kind in (IMAGE, DOCUMENT)}
+        return {"backlog_s": round(wait_s, 1), "pages_in_flight": len(snapshot.entries),
+                "page_s": page_s, "limit_s": round(self.budget.limit_s, 1),
+                "saturated": self.enabled and wait_s + page_s[IMAGE] > self.budget.limit_s}
+
+
+class Admitted:
+    """A request let in by :meth:`Admission.admit`: its pages are written in the ledger while
+    they are in flight (:meth:`page`), the first from the moment it was admitted."""
+
+    def __init__(self, gate: Admission, caller: str, kinds: list[str], first: InFlight | None):
+        self.gate, self.caller, self.kinds, self.first = gate, caller, kinds, first
+
+    @contextmanager
+    def page(self, index: int):
+        """Page ``index`` (0-based) in the ledger around its Triton call, with the next page
+        of the request when there is one; measured when it is answered or times out."""
+        if not self.gate.enabled:
+            yield
+            return
+        kind, next_follows = self.kinds[index], index + 1 < len(self.kinds)
+        if index == 0 and self.first is not None:
+            page, self.first = self.first, None
+        else:
+            def enter(ledger) -> InFlight:
+                moment = now()
+                return self.gate._enter(ledger, ledger.snapshot(moment), moment, self.caller,
+                                        kind, next_follows)
+            page = self.gate._with_ledger(enter)
+        with self.gate._in_flight(page, kind):
+            yield
+
+
+def refused(refusal: Refusal, kinds: list[str]) -> errors.ApiError:
+    """The API error of a refusal (``kinds``: of the request's pages; a document's refusal
+    points to jobs)."""
+    if refusal.code == "key_busy":
+        return errors.KeyBusy(
+            f"This key already has its share of the pages being read while others wait; "
+            f"retry after {refusal.retry_after_s} s.", retry_after=refusal.retry_after_s)
+    message = (f"The inference server has about {refusal.backlog_s:.0f} s of work ahead; "
+               f"this request would not be answered in time. Retry after "
+               f"{refusal.retry_after_s} s")
+    if DOCUMENT in kinds:
+        message += ", or send the document to POST /api/jobs, which waits for room"
+    return errors.Overloaded(message + ".", retry_after=refusal.retry_after_s)
+
+
+_admission: Admission | None = None
+_made_from: tuple | None = None
+_made_lock = threading.Lock()
+
+
+def get() -> Admission:
+    """This process's :class:`Admission`, made from the settings (again when they change):
+    the ledger in ``OCR_BROKER_URL``'s Redis, else this process's own."""
+    global _admission, _made_from
+    wanted = (settings.OCR_BROKER_URL, float(settings.TRITON_TIMEOUT_S),
+              int(settings.OCR_ADMISSION_PERCENT), max(1, int(settings.TRITON_CONCURRENT_PAGES)))
+    with _made_lock:
+        if _admission is None or _made_from != wanted:
+            url = wanted[0]
+            ledger = RedisLedger(url) if url.startswith(("redis://", "rediss://")) \
+                else LocalLedger()
+            _admission, _made_from = Admission(ledger, Budget(*wanted[1:])), wanted
+        return _admission
