@@ -1,6 +1,7 @@
 """Images built in the tests with Pillow and plain bytes (no generated files are committed)."""
 
 import io
+import math
 import struct
 import zlib
 
@@ -200,3 +201,19 @@ def letter_page(text: str = LETTER, angle: int = 0, skew: float = 0.0, seed: int
         points = from_upright(points, angle, turned.shape[1], turned.shape[0])
         words.append((word, np.round(points, 1).tolist()))
     return Image.fromarray(turned).convert("RGB"), words
+
+
+def letter_lines(words: list[tuple[str, list]]) -> list[list[str]]:
+    """The lines of a :func:`letter_page` as drawn, each its words' texts: the page lists its
+    words in writing order, and a line starts where a word's top-left lies at or before the
+    previous word's along the text's direction (the word's own top side, so any skew or turn)."""
+    lines: list[list[str]] = []
+    previous = math.inf
+    for text, points in words:
+        (x0, y0), (x1, y1) = points[0], points[1]
+        along = (x0 * (x1 - x0) + y0 * (y1 - y0)) / math.hypot(x1 - x0, y1 - y0)
+        if along <= previous:
+            lines.append([])
+        lines[-1].append(text)
+        previous = along
+    return lines

@@ -6,13 +6,18 @@ hOCR is the layout format Tesseract, ocrmypdf and most OCR tooling read and writ
 (``lines[].words``: a word each, with ``x_wconf`` its confidence, 0-100), each holding its
 ``ocrx_cinfo`` characters (``x_conf``) when they were asked for (``detail=characters``); without
 read text (``recognize=false``) they are the boxes;
-pages carry ``ppageno`` (from 0) and, for a PDF page, ``scan_res`` (the dpi it was rendered
+``ocr_line`` elements carry the line's ``baseline`` (slope, and offset from the bottom-left
+of its bbox, pixels; for a turned line both in the line's own frame, turned upright),
+``x_size`` (its height across the text) and, for a turned line, ``textangle`` (its quarter
+turn, counter-clockwise, as Tesseract writes it), so a tilted or turned line is placed as it
+lies; pages carry ``ppageno`` (from 0) and, for a PDF page, ``scan_res`` (the dpi it was rendered
 at), so that a PDF text layer can be placed back on the page. Built with ElementTree, so text
 is always escaped.
 """
 
 from __future__ import annotations
 
+import math
 import xml.etree.ElementTree as ET
 
 from ..answer import Answer
@@ -24,6 +29,27 @@ CAPABILITIES = "ocr_page ocr_par ocr_line ocrx_word ocrx_cinfo ocrp_wconf"
 def _bbox(points: list) -> str:
     xs, ys = [p[0] for p in points], [p[1] for p in points]
     return f"bbox {round(min(xs))} {round(min(ys))} {round(max(xs))} {round(max(ys))}"
+
+
+def _line_geometry(points: list) -> str:
+    """An ``ocr_line``'s ``textangle`` (omitted when 0), ``baseline`` and ``x_size`` from its
+    rectangle ``points`` (``[[x, y]] * 4``, clockwise from its text's top-left, page pixels).
+
+    The rectangle is turned back by its quarter turn, so its text reads left to right; there
+    the baseline is its bottom side: slope dy/dx (y down, rounded to 3 places) and offset, the
+    baseline's y at the bbox's left minus the bbox's bottom (pixels, hOCR 1.2 ``baseline``);
+    ``x_size`` is the side across the text.
+    """
+    (x0, y0), (x1, y1), (x2, y2), _ = points
+    turn = round(math.degrees(math.atan2(y0 - y1, x1 - x0)) / 90) % 4 * 90
+    cos, sin = round(math.cos(math.radians(-turn))), round(math.sin(math.radians(-turn)))
+    level = [(x * cos + y * sin, y * cos - x * sin) for x, y in points]
+    (_, _), (_, _), (right, bottom_right), (left, bottom_left) = level
+    slope = (bottom_right - bottom_left) / (right - left) if right != left else 0.0
+    offset = bottom_left + slope * (min(x for x, _ in level) - left) - max(y for _, y in level)
+    angle = f"textangle {turn}; " if turn else ""
+    return (f"{angle}baseline {round(slope, 3) + 0.0:g} {round(offset) + 0}; "
+            f"x_size {round(math.hypot(x2 - x1, y2 - y1))}")
 
 
 def _line_words(line: dict, boxes: list) -> list[dict]:
@@ -79,11 +105,9 @@ def render(answer: Answer) -> bytes:
                                            "title": _bbox(paragraph["points"])})
             for index in paragraph["lines"]:
                 line = lines[index]
-                height = round(max(q[1] for q in line["points"])
-                               - min(q[1] for q in line["points"]))
                 span = ET.SubElement(par, "span", {
                     "class": "ocr_line", "id": f"line_{number + 1}_{index + 1}",
-                    "title": f"{_bbox(line['points'])}; baseline 0 0; x_size {height}"})
+                    "title": f"{_bbox(line['points'])}; {_line_geometry(line['points'])}"})
                 for word in _line_words(line, boxes):
                     words += 1
                     element = ET.SubElement(span, "span", {

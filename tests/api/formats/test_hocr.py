@@ -54,3 +54,30 @@ def test_hocr_words_are_the_lines_words_with_their_characters():
     assert [(c.text, c.get("title")) for c in found[0]] == [
         ("a", "bbox 10 12 30 28; x_conf 81"), ("b", "bbox 30 12 50 28; x_conf 99")]
     assert found[1].text == "cd" and list(found[1]) == []
+
+
+def line_title(points: list) -> str:
+    """The ``ocr_line`` title of a one-line page whose line has the rectangle ``points``."""
+    box = {"points": points, "score": 0.9, "text": "ab", "text_score": 0.9}
+    read = {"page": 1, "width": 300, "height": 300, "boxes": [box],
+            "lines": [{"points": points, "boxes": [0], "text": "ab"}],
+            "paragraphs": [{"points": points, "lines": [0], "text": "ab"}]}
+    root = ET.fromstring(hocr.render(Answer(Document("PNG", 1, b""), (read,))))
+    return root.find(".//{http://www.w3.org/1999/xhtml}span[@class='ocr_line']").get("title")
+
+
+def test_a_tilted_lines_baseline_slopes_and_a_turned_line_has_its_textangle():
+    # Rising 5 px over 100 to the right; 20 px high.
+    assert line_title([[0, 5], [100, 0], [101, 20], [1, 25]]) == \
+        "bbox 0 0 101 25; baseline -0.05 0; x_size 20"
+    # Falling to the right: the baseline starts 5 px above the bbox's bottom.
+    assert line_title([[1, 0], [101, 5], [100, 25], [0, 20]]) == \
+        "bbox 0 0 101 25; baseline 0.05 -5; x_size 20"
+    # Read bottom to top (a page turned 90 degrees counter-clockwise): x_size is its height
+    # across the text, not its length down the page.
+    assert line_title([[0, 200], [0, 100], [20, 100], [20, 200]]) == \
+        "bbox 0 100 20 200; textangle 90; baseline 0 0; x_size 20"
+    assert line_title([[120, 40], [20, 40], [20, 20], [120, 20]]) == \
+        "bbox 20 20 120 40; textangle 180; baseline 0 0; x_size 20"
+    assert line_title([[20, 100], [20, 200], [0, 200], [0, 100]]) == \
+        "bbox 0 100 20 200; textangle 270; baseline 0 0; x_size 20"
