@@ -49,7 +49,7 @@ def running_triton(tmp_path_factory, name: str, repository: Path | None = None, 
         repository=repository or django_settings.TRITON_MODEL_REPOSITORY,
         log_path=tmp_path_factory.mktemp(name) / "triton.log", env=env, **options)
     try:
-        server.start()
+        server.start(timeout_s=900)         # a cold first start: compiling and timing engines
         yield server
     finally:
         server.stop()
