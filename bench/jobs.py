@@ -42,6 +42,7 @@ import pikepdf
 
 from bench.load import percentile
 from bench.machine import describe_cpu
+from bench.report import publish
 from ocr_contract.limits import MAX_PAGES
 from ocr_embedded.stack import REPO_ROOT, Stack, engine_cache_dir
 from ocr_pipeline.text_evaluation import score_text
@@ -226,9 +227,7 @@ def main(argv: list[str] | None = None) -> int:
              f"over {len(polls)} polls (target p50 < {MAX_POLL_P50_MS:g} ms; "
              f"{'met' if p50 < MAX_POLL_P50_MS else 'NOT met'})"]
     table = "\n".join(lines)
-    print(table)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(table + "\n")
+    publish(table, args.output)
     return 0
 
 

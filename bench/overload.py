@@ -42,6 +42,7 @@ from bench import triton_stats
 from bench.jobs import Client, Reply, linn_copies
 from bench.load import percentile
 from bench.machine import describe_cpu
+from bench.report import publish
 from ocr_contract.tensors import ENSEMBLE
 from ocr_embedded.stack import REPO_ROOT, Stack, engine_cache_dir
 
@@ -176,9 +177,7 @@ def main(argv: list[str] | None = None) -> int:
                  for v in (off[name], on[name])]
         lines.append(f"| {name} | {cells[0]} | {cells[1]} | {targets.get(name, '')} |")
     table = "\n".join(lines)
-    print(table)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(table + "\n")
+    publish(table, args.output)
     return 0
 
 

@@ -24,6 +24,7 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+from bench.report import publish
 from bench.words import RESULTS, REPOSITORY, TEXTS, serve
 from ocr_inference.client import TritonClient
 from ocr_pipeline import reading_order
@@ -97,10 +98,8 @@ def main(argv: list[str] | None = None) -> int:
             table = measure(TritonClient(server.grpc_url, timeout_s=600))
         finally:
             server.stop()
-    report = markdown(table, when)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"reading-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.md").write_text(report)
-    print(report)
+    publish(markdown(table, when),
+            RESULTS / f"reading-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.md")
     return 0
 
 

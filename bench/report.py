@@ -17,6 +17,7 @@ keeps sums):
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from statistics import mean
 
 from ocr_contract.tensors import ENSEMBLE
@@ -40,6 +41,13 @@ TARGETS = {
     "throughput_ratio_c4": ("throughput at c=4, ensemble ÷ in-process", "≥", 1.0),
     "memory_ratio": ("total peak RSS, ensemble (gateway + Triton) ÷ in-process", "≤", 0.6),
 }
+
+
+def publish(text: str, path: Path) -> None:
+    """Print a bench's Markdown ``text`` and write it to ``path`` (its folder made)."""
+    print(text)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text if text.endswith("\n") else text + "\n")
 
 
 def _safe_div(a, b):

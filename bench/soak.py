@@ -45,6 +45,7 @@ import psutil
 
 from bench.load import BenchImage, percentile
 from bench.memory import process_role
+from bench.report import publish
 from ocr_embedded.stack import REPO_ROOT, Stack, engine_cache_dir
 
 IMAGES = REPO_ROOT / "tests" / "data" / "images"
@@ -299,9 +300,7 @@ def main(argv: list[str] | None = None) -> int:
                        args.minutes, args.concurrency)
         if supervisor.restarts:
             table += f"\nTriton was restarted {supervisor.restarts} time(s) during the soak."
-    print(table)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(table + "\n")
+    publish(table, args.output)
     return 0
 
 

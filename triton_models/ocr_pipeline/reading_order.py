@@ -99,7 +99,11 @@ def text_tilt(boxes: np.ndarray) -> float:
         with y down (negative: the text rises to the right); where the weight splits evenly
         between two directions, their mean.
     """
-    length, across, degrees = _sides(boxes)
+    return _tilt(*_sides(boxes))
+
+
+def _tilt(length: np.ndarray, across: np.ndarray, degrees: np.ndarray) -> float:
+    """:func:`text_tilt` from the boxes' :func:`_sides`."""
     telling = ((length >= TILT_ELONGATION * across) & (across > 0)
                & (np.abs(degrees) <= MAX_TILT_DEG))
     areas = length * across
@@ -137,11 +141,12 @@ def level(boxes: np.ndarray) -> np.ndarray:
         float32 ``[N, 4, 2]``: for grouping only (the frame is no longer the image's).
     """
     boxes = np.asarray(boxes, dtype=np.float32).reshape(-1, 4, 2)
-    tilt = np.radians(text_tilt(boxes))
+    sides = _sides(boxes)
+    tilt = np.radians(_tilt(*sides))
     if tilt == 0.0:
         return boxes
     width = float(boxes[..., 0].max() - boxes[..., 0].min())
-    if width * abs(np.tan(tilt)) < MIN_RISE * float(np.median(_sides(boxes)[1])):
+    if width * abs(np.tan(tilt)) < MIN_RISE * float(np.median(sides[1])):
         return boxes
     cos, sin = np.cos(tilt), np.sin(tilt)
     x, y = boxes[..., 0], boxes[..., 1]
