@@ -3,18 +3,19 @@
 The setup is ``make serve``'s (:class:`~ocr_embedded.stack.Stack`): an embedded Triton (kept
 running by :class:`~ocr_embedded.supervisor.TritonSupervisor`), gunicorn with
 ``deploy/gunicorn.conf.py`` at 2 workers x 4 threads (the soak's) on loopback, and the
-buffering proxy (nginx) in front; a fresh SQLite database. ``concurrency`` client threads (16) send requests back to back through the proxy,
-each on its own keep-alive connection, for ``minutes`` after ``warmup_s`` of the same load.
-Half are valid uploads (test images at ``long_side=640``, text read), half invalid ones: with
-the API key, not an image (415), a truncated JPEG (400), a bad parameter (400), no image (400),
-a declared body over the limit (413), a ZIP of 1 MB (415, refused before its body is read), a
-21 MiB body really sent (413); and refused before authentication, a 225 KB PNG with a junk key
-and a 2 MB body without a key (401, then 429 past the address's rate). The last four are
-the uploads that once cost a neighbour a 502 (``gateway/unread_body.py``). Triton's response cache is
-off, so every valid upload runs the whole pipeline. The inference deadline
-(``TRITON_TIMEOUT_S``) is :data:`DEADLINE_S`: at this concurrency up to 8 valid uploads queue
-for Triton, and on a 2-core machine (seconds per image) the default 30 s would turn that queue
-into 504s, which measures the machine rather than the leaks and errors a soak looks for.
+buffering proxy (nginx) in front; a fresh SQLite database. ``concurrency`` client threads (16)
+send requests back to back through the proxy, each on its own keep-alive connection, for
+``minutes`` after ``warmup_s`` of the same load. Half are valid uploads (test images at
+``long_side=640``, text read), half invalid ones: with the API key, not an image (415), a
+truncated JPEG (400), a bad parameter (400), no image (400), a declared body over the limit
+(413), a ZIP of 1 MB (415, refused before its body is read), a 21 MiB body really sent (413);
+and refused before authentication, a 225 KB PNG with a junk key and a 2 MB body without a key
+(401, then 429 past the address's rate). The last four are the uploads that once cost a
+neighbour a 502 (``gateway/unread_body.py``). Triton's response cache is off, so every valid
+upload runs the whole pipeline. The inference deadline (``TRITON_TIMEOUT_S``) is
+:data:`DEADLINE_S`: at this concurrency up to 8 valid uploads queue for Triton, and on a 2-core
+machine (seconds per image) the default 30 s would turn that queue into 504s, which measures
+the machine rather than the leaks and errors a soak looks for.
 
 Prints the number of requests, the 5xx count, p50 / p99 latency, the resident memory (RSS) of
 every gunicorn worker, tritonserver and every Python-backend stub right after the warm-up and
