@@ -147,7 +147,11 @@ class RedisLedger:
         self.client.hdel(self.entries_key, token)
 
     def hold_share(self, caller: str, until: float) -> None:
-        self.client.hset(self.waiting_key, caller, until)
+        """Keep the later of ``until`` and the caller's hold (as :class:`LocalLedger` does);
+        called under :meth:`locked`, so the read and the write are one step."""
+        held = self.client.hget(self.waiting_key, caller)
+        if held is None or float(held) < until:
+            self.client.hset(self.waiting_key, caller, until)
 
     def observe(self, kind: str, sample_s: float) -> None:
         raw = self.client.hget(self.page_key, kind)

@@ -187,6 +187,7 @@ def test_both_ledgers_keep_the_same_books(ledger_kind, tmp_path):
         ledger.add("t1", Entry("a", 2.0, 100.0, 130.0))
         ledger.add("t2", Entry("b", 3.0, 101.0, 110.0))
         ledger.hold_share("c", 125.0)
+        ledger.hold_share("c", 115.0)                  # a shorter hold keeps the longer one
         ledger.hold_share("d", 105.0)
         ledger.observe(IMAGE, 4.0)
         ledger.observe(IMAGE, 2.0)
