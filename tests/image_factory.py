@@ -159,10 +159,7 @@ def letter_page(text: str = LETTER, angle: int = 0, skew: float = 0.0, seed: int
     """
     import random
 
-    import cv2
-    import numpy as np
     from PIL import ImageFont
-    from ocr_pipeline.orientation import from_upright
 
     rng = random.Random(seed)
     tokens = text.split()
@@ -181,12 +178,19 @@ def letter_page(text: str = LETTER, angle: int = 0, skew: float = 0.0, seed: int
     draw = ImageDraw.Draw(page)
     for font, line, top in lines:
         for word, x in line:
-            left, upper, right, lower = draw.textbbox((x, top), word, font=font)
-            ink = Image.new("L", page.size, 0)
-            ImageDraw.Draw(ink).text((x, top), word, font=font, fill=255)
-            left, upper, right, lower = ink.getbbox() or (left, upper, right, lower)
-            draw.text((x, top), word, font=font, fill=0)
-            placed.append((word, [[left, upper], [right, upper], [right, lower], [left, lower]]))
+            placed.append((word, _ink_box(draw, page.size, (x, top), word, font)))
+    return _skewed_and_turned(page, placed, skew, angle)
+
+
+def _skewed_and_turned(page: Image.Image, placed: list, skew: float, angle: int
+                       ) -> tuple[Image.Image, list]:
+    """A drawn ``L`` page skewed ``skew`` degrees counter-clockwise (grown to hold it) and
+    turned ``angle`` degrees clockwise, with its words' ``(text, corners)`` mapped along:
+    :func:`letter_page`'s return value."""
+    import cv2
+    import numpy as np
+    from ocr_pipeline.orientation import from_upright
+
     pixels = np.asarray(page)
     height, width = pixels.shape
     matrix = cv2.getRotationMatrix2D((width / 2, height / 2), skew, 1.0)
@@ -201,6 +205,60 @@ def letter_page(text: str = LETTER, angle: int = 0, skew: float = 0.0, seed: int
         points = from_upright(points, angle, turned.shape[1], turned.shape[0])
         words.append((word, np.round(points, 1).tolist()))
     return Image.fromarray(turned).convert("RGB"), words
+
+
+def _ink_box(draw: ImageDraw.ImageDraw, size: tuple[int, int], xy: tuple[float, float],
+             word: str, font) -> list:
+    """Draws ``word`` at ``xy`` and gives the 4 corners of its ink, clockwise from top-left."""
+    ink = Image.new("L", size, 0)
+    ImageDraw.Draw(ink).text(xy, word, font=font, fill=255)
+    left, upper, right, lower = ink.getbbox() or draw.textbbox(xy, word, font=font)
+    draw.text(xy, word, font=font, fill=0)
+    return [[left, upper], [right, upper], [right, lower], [left, lower]]
+
+
+#: An invoice table's items, each with one price (written for this project).
+TABLE_ITEMS = (("Garden twine 100 m", 3.20), ("Labels, pack of 50", 2.75),
+               ("Watering can 10 litres", 14.99), ("Seed trays, large", 1.10),
+               ("Printer paper A4", 4.50), ("Desk lamp", 189.99), ("Stapler", 12.00),
+               ("Pencils, box of 12", 0.95))
+
+
+def table_page(items=TABLE_ITEMS, rows: int = 6, seed: int = 0, skew: float = 0.0,
+               angle: int = 0, width: int = 2000, margin: int = 80) -> tuple[Image.Image, list]:
+    """A drawn invoice table with known word boxes: a header (Description, Qty, Unit price,
+    Amount) and ``rows`` of ``items`` (picked by ``seed``) with a single-digit quantity, the
+    numbers right-aligned in their columns, one of :data:`LETTER_FONTS` at 28-36 px and a row
+    spacing of 1.3-1.8 lines (by ``seed``); skewed and turned as :func:`letter_page`.
+
+    Returns:
+        :func:`letter_page`'s ``(image, words)``, the words row by row, left to right, so
+        :func:`letter_lines` gives the rows' cells as lines.
+    """
+    import random
+
+    from PIL import ImageFont
+
+    rng = random.Random(seed)
+    font = ImageFont.truetype(rng.choice(LETTER_FONTS), rng.choice((28, 32, 36)))
+    pitch = int(font.size * rng.choice((1.3, 1.5, 1.8)))
+    right_edges = (width // 2, width // 2 + 350, width - margin)   # Qty, Unit price, Amount
+    table = [("Description", "Qty", "Unit price", "Amount")]
+    for name, price in rng.sample(list(items), rows):
+        quantity = rng.randint(1, 9)
+        table.append((name, str(quantity), f"{price:.2f}", f"{quantity * price:.2f}"))
+    page = Image.new("L", (width, 2 * margin + pitch * len(table)), 255)
+    draw = ImageDraw.Draw(page)
+    placed = []
+    for row, cells in enumerate(table):
+        top = margin + row * pitch
+        starts = [margin] + [edge - font.getlength(cell) for edge, cell in zip(right_edges,
+                                                                               cells[1:])]
+        for cell, x in zip(cells, starts):
+            for word in cell.split():
+                placed.append((word, _ink_box(draw, page.size, (x, top), word, font)))
+                x += font.getlength(word + " ")
+    return _skewed_and_turned(page, placed, skew, angle)
 
 
 def letter_lines(words: list[tuple[str, list]]) -> list[list[str]]:

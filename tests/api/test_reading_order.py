@@ -1,12 +1,14 @@
 """Reading order through POST /api/ocr (the real embedded Triton): a page photographed a few
 degrees off level, upright or turned, answers its lines whole and in the order they were
-written (ocr_pipeline.reading_order levels the boxes before grouping them)."""
+written (ocr_pipeline.reading_order levels the boxes before grouping them); a table's rows
+come back as lines, each with its own single-digit quantity (ocr_pipeline.boxes cuts a
+column of cells that the link refiner linked into one box)."""
 
 import io
 
 import pytest
 
-from tests.image_factory import encode, letter_lines, letter_page
+from tests.image_factory import encode, letter_lines, letter_page, table_page
 
 pytestmark = [pytest.mark.django_db, pytest.mark.triton]
 
@@ -25,3 +27,20 @@ def test_a_tilted_pages_lines_come_back_whole_and_in_order(api_client, live_trit
     assert len(drawn) == 5
     assert [line["text"] for line in body["lines"]] == drawn
     assert body["text"].splitlines() == drawn
+
+
+@pytest.mark.parametrize("seed, tilt, angle", [(50, 0.0, 0), (51, 3.0, 0), (52, -2.0, 0),
+                                               (53, 0.0, 90)])
+def test_a_tables_rows_come_back_as_lines_with_their_quantities(api_client, live_triton, seed,
+                                                               tilt, angle):
+    image, words = table_page(seed=seed, skew=tilt, angle=angle)
+    response = api_client.post("/api/ocr", {"image": io.BytesIO(encode(image))},
+                               format="multipart")
+    assert response.status_code == 200, response.content[:500]
+    body = response.json()
+    rows = [" ".join(line) for line in letter_lines(words)]
+    assert len(rows) == 7 and rows[0] == "Description Qty Unit price Amount"
+    assert body["text"].splitlines() == rows
+    # Each quantity is a box of its own, in its row's line (the recognizer read it upright).
+    quantities = [line[-3] for line in letter_lines(words)[1:]]
+    assert [line["words"][-3]["text"] for line in body["lines"][1:]] == quantities

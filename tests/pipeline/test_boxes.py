@@ -90,3 +90,62 @@ def test_to_image_coordinates_scales_by_two_over_ratio_and_clips():
     mapped = boxes.to_image_coordinates(found, ratio=0.5, width=200, height=70)
     np.testing.assert_allclose(mapped[0], [[40, 20], [200, 20], [200, 70], [40, 70]])
     assert mapped.dtype == np.float32
+
+
+def table_maps(gap: int, blob: int = 8):
+    """Two long text lines (the page's text runs horizontally) and, right of them, a column of
+    four single characters ``blob`` px tall, ``gap`` px apart, linked into one column as the
+    link refiner links a table's quantity column."""
+    region, link = maps(140, 200)
+    region[10:20, 10:120] = region[30:40, 10:120] = 0.9
+    top = 10
+    for _ in range(4):
+        region[top:top + blob, 160:165] = 0.9
+        top += blob + gap
+    link[10:top - gap, 161:164] = 0.8
+    return region, link
+
+
+def test_a_column_of_single_characters_across_the_text_is_cut_into_its_cells():
+    found, scores = detect(*table_maps(gap=6))          # 6 >= STACK_GAP * 8
+    cells = sorted((box for box in found if box[:, 0].min() > 150), key=lambda b: b[0, 1])
+    assert len(found) == 6 and len(cells) == 4
+    # Each cell its character's own box (5 x 8, dilated: 8 x 11, not tall enough to be read
+    # as turned text, so not widened).
+    np.testing.assert_allclose(cells[0], [[158, 8], [166, 8], [166, 19], [158, 19]], atol=0.5)
+    assert [round(float(b[:, 1].mean())) for b in cells] == [14, 28, 42, 56]
+    assert scores.tolist() == pytest.approx([0.9] * 6)
+
+
+def test_characters_closer_than_the_stack_gap_stay_one_box():
+    found, _ = detect(*table_maps(gap=3))               # 3 < STACK_GAP * 8: a vertical word
+    assert len(found) == 3
+    column = next(box for box in found if box[:, 0].min() > 150)
+    assert column[:, 1].max() - column[:, 1].min() > 40
+
+
+def test_a_turned_line_across_the_text_is_not_cut_into_words():
+    region, link = maps(140, 200)
+    region[10:20, 10:120] = region[30:40, 10:120] = 0.9
+    region[10:50, 160:168] = region[56:60, 160:168] = region[66:110, 160:168] = 0.9
+    link[10:110, 161:167] = 0.8      # words of 40 and 44 px around a lone 4-px character
+    found, _ = detect(region, link)
+    assert len(found) == 3
+
+
+def test_on_a_vertical_page_vertical_columns_are_its_text():
+    region, link = table_maps(gap=6)
+    region[10:20, 10:120] = region[30:40, 10:120] = 0
+    region[10:120, 20:30] = region[10:120, 40:50] = 0.9   # two vertical lines
+    found, _ = detect(region, link)
+    assert len(found) == 3
+
+
+def test_a_lone_upright_character_is_grown_to_a_square():
+    region, link = maps(140, 200)
+    region[10:20, 10:120] = 0.9
+    region[50:62, 160:164] = 0.9                             # a "1": 4 x 12
+    found, _ = detect(region, link)
+    one = next(box for box in found if box[:, 0].min() > 150)
+    # Dilated to 7 x 15 (2:1, what a recognizer turns), grown to 15 x 15 about its centre.
+    np.testing.assert_allclose(one, [[154, 48], [169, 48], [169, 63], [154, 63]], atol=0.5)

@@ -24,11 +24,22 @@ import cv2
 import numpy as np
 
 from .params import SCORE_MAP_STRIDE
+from .recognition import TALL_RATIO
 
 #: Components smaller than this many score-map pixels are noise (CRAFT-pytorch's constant).
 MIN_COMPONENT_AREA = 10
 #: Rectangles whose long/short side ratio is within this of 1 are treated as squares.
 SQUARE_TOLERANCE = 0.1
+#: A box this many times longer than wide has a direction (a word or a line, not a character).
+STACK_MIN_ELONGATION = 2.0
+#: Gap between characters, over their median length, from which a box across the page's
+#: text is cut into cells: stacked table cells stand a row's spacing apart (at 1.3 lines: about
+#: 0.5 of a digit's region blob), a vertical word's characters touch or nearly do. Set on drawn
+#: tables of their own (other items and seeds than the tests' and bench.reading's).
+STACK_GAP = 0.5
+#: A cell cut from a stack is at most this many times longer along the stack than the stack is
+#: wide (a digit's region blob: up to about 2.4); a turned line's pieces are words, longer.
+STACK_CELL_RATIO = 3.0
 
 
 def detect_boxes(region: np.ndarray, link: np.ndarray, text_threshold: float,
@@ -54,17 +65,22 @@ def detect_boxes(region: np.ndarray, link: np.ndarray, text_threshold: float,
     combined = (text_mask | link_mask).astype(np.uint8)
     count, labels, stats, _ = cv2.connectedComponentsWithStats(combined, connectivity=4)
 
-    boxes, scores = [], []
+    components = []
     for label in range(1, count):
         x, y, w, h, area = (int(v) for v in stats[label])
         if area < MIN_COMPONENT_AREA:
             continue
         window = (slice(y, y + h), slice(x, x + w))
         component = labels[window] == label
-        peak = float(region[window][component].max())
-        if peak < text_threshold:
+        if float(region[window][component].max()) < text_threshold:
             continue
+        components.append((x, y, component))
 
+    def box_of(x: int, y: int, component: np.ndarray) -> tuple[np.ndarray, float]:
+        """One component's rectangle and peak region score."""
+        h, w = component.shape
+        area = int(component.sum())
+        window = (slice(y, y + h), slice(x, x + w))
         # Dilate within the component's window grown by the dilation radius.
         niter = int(math.sqrt(area * min(w, h) / (w * h)) * 2)
         x0, y0 = max(0, x - niter), max(0, y - niter)
@@ -75,15 +91,142 @@ def detect_boxes(region: np.ndarray, link: np.ndarray, text_threshold: float,
         segment[inner][component & ~pure_link] = 255
         kernel = cv2.getStructuringElement(cv2.MORPH_RECT, (1 + niter, 1 + niter))
         segment = cv2.dilate(segment, kernel)
-
         ys, xs = np.nonzero(segment)
         points = np.stack([xs + x0, ys + y0], axis=1).astype(np.int32)
-        boxes.append(min_area_box(points, width, height))
-        scores.append(min(peak, 1.0))  # BF16 engines can overshoot 1 by a few ulps
+        peak = float(region[window][component].max())
+        return min_area_box(points, width, height), min(peak, 1.0)  # BF16 can overshoot 1
+
+    found = [box_of(*component) for component in components]
+    across, horizontal = across_text(
+        np.array([box for box, _ in found], np.float32).reshape(-1, 4, 2))
+    boxes, scores = [], []
+    for (x, y, component), (box, score), cross in zip(components, found, across):
+        # Across the page's text: a stack of table cells is cut into them, and a tall cell (a
+        # lone "1" too) is widened so that it is not read as turned text.
+        cells = cells_of(x, y, component, text_mask, box) if cross else []
+        pieces = [box_of(*cell) for cell in cells] if len(cells) > 1 else [(box, score)]
+        for piece, piece_score in pieces:
+            boxes.append(widened_cell(piece, horizontal, width, height) if cells else piece)
+            scores.append(piece_score)
 
     if not boxes:
         return np.zeros((0, 4, 2), np.float32), np.zeros((0,), np.float32)
     return np.stack(boxes).astype(np.float32), np.array(scores, dtype=np.float32)
+
+
+def across_text(boxes: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Which boxes run across the page's text.
+
+    The page's text runs the way of its elongated boxes (long side at least
+    :data:`STACK_MIN_ELONGATION` times the short one), horizontal or vertical by the larger
+    total area. A box runs across it when its long side is nearer the other axis: on a
+    horizontal page, a column of table cells linked into one box, or a lone upright "1".
+
+    Args:
+        boxes: float32 ``[N, 4, 2]`` rectangles (:func:`min_area_box`).
+
+    Returns:
+        ``(across, horizontal)``: bool ``[N]``, and whether the page's text runs horizontally.
+        No box runs across when none is elongated or the two directions' areas are equal.
+    """
+    first, second = boxes[:, 1] - boxes[:, 0], boxes[:, 2] - boxes[:, 1]
+    a, b = np.linalg.norm(first, axis=1), np.linalg.norm(second, axis=1)
+    long_side = np.where((a >= b)[:, None], first, second)
+    elongated = np.maximum(a, b) >= STACK_MIN_ELONGATION * np.maximum(np.minimum(a, b), 1e-6)
+    horizontal = np.abs(long_side[:, 0]) >= np.abs(long_side[:, 1])
+    area = a * b
+    weight = float(area[elongated & horizontal].sum() - area[elongated & ~horizontal].sum())
+    if weight == 0:
+        return np.zeros(len(boxes), bool), True
+    return horizontal != (weight > 0), weight > 0
+
+
+def cells_of(x: int, y: int, component: np.ndarray, text_mask: np.ndarray,
+             box: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
+    """A component's cells, when it is one or a stack of them: table cells linked along a
+    column, or a lone character.
+
+    The component's characters are its region-score blobs (``text_mask``'s 8-connected
+    pieces of at least :data:`MIN_COMPONENT_AREA` pixels), projected on the box's long side.
+    Neighbours whose gap is at least :data:`STACK_GAP` times the characters' median length
+    along that side are cut apart at the middle of the gap, and the cut is kept only when every
+    piece is a cell, no longer along that side than :data:`STACK_CELL_RATIO` times the
+    characters' width across it: a turned line's pieces would be words, long along it, and it
+    stays whole.
+
+    Args:
+        x, y: the component window's top-left in score-map pixels.
+        component: bool ``[h, w]`` the component's pixels in its window.
+        text_mask: bool ``[H, W]`` region score above ``low_text``, the whole map.
+        box: float32 ``[4, 2]`` the component's rectangle (:func:`min_area_box`).
+
+    Returns:
+        ``(x, y, mask)`` per cell, each mask in its own window, in order along the long side
+        (the component itself when it is one cell); empty when it is not made of cells.
+    """
+    h, w = component.shape
+    sides = box[1] - box[0], box[2] - box[1]
+    along = max(sides, key=lambda side: float(np.hypot(*side)))
+    along = along / max(float(np.hypot(*along)), 1e-6)
+    ys, xs = np.mgrid[0:h, 0:w]
+    position = xs * along[0] + ys * along[1]
+    offset = ys * along[0] - xs * along[1]
+    chars = text_mask[y:y + h, x:x + w] & component
+    count, blobs, stats, _ = cv2.connectedComponentsWithStats(chars.astype(np.uint8),
+                                                              connectivity=8)
+    # Blobs under MIN_COMPONENT_AREA are noise here as in CRAFT's own rule: a speck of region
+    # score between two cells would bridge their gap.
+    kept = [blob for blob in range(1, count)
+            if stats[blob, cv2.CC_STAT_AREA] >= MIN_COMPONENT_AREA]
+    spans = sorted((float(position[blobs == blob].min()), float(position[blobs == blob].max()))
+                   for blob in kept)
+    if not spans:
+        return []
+    merged = spans[:1]
+    for start, end in spans[1:]:
+        if start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    # The gap is the empty pixels between two characters, measured against the characters'
+    # median length (a piece of a character, a blob of its own, would make any gap wide).
+    length = float(np.median([end - start + 1 for start, end in merged]))
+    cuts = [(before[1] + after[0]) / 2 for before, after in zip(merged, merged[1:])
+            if after[0] - before[1] - 1 >= STACK_GAP * length]
+    piece_of = np.searchsorted(np.array(cuts), position)
+    across = np.ptp(offset[chars]) + 1
+    pieces = []
+    for number in range(len(cuts) + 1):
+        mask = component & (piece_of == number)
+        inked = chars & mask
+        if not inked.any():
+            continue
+        if np.ptp(position[inked]) + 1 > STACK_CELL_RATIO * across:
+            return []
+        rows, cols = np.nonzero(mask)
+        top, left = rows.min(), cols.min()
+        pieces.append((x + int(left), y + int(top), mask[top:rows.max() + 1, left:cols.max() + 1]))
+    return pieces
+
+
+def widened_cell(box: np.ndarray, horizontal: bool, width: float, height: float) -> np.ndarray:
+    """A character's rectangle ``[4, 2]`` grown along the page's text to its length across it,
+    when it is :data:`~ocr_pipeline.recognition.TALL_RATIO` times longer across the text than
+    along it: the recognizer would read such a crop as turned text, and an upright character
+    cut from a stack, or standing alone (a "1"), is not. Grown about its centre, then as
+    :func:`min_area_box` gives it (clipped, clockwise, a square axis-aligned); otherwise
+    unchanged. ``horizontal``: the page's text runs horizontally."""
+    first, second = box[1] - box[0], box[2] - box[1]
+    if (abs(first[0]) >= abs(first[1])) != horizontal:
+        first, second = second, first                # first: the side along the text
+    along, across = float(np.hypot(*first)), float(np.hypot(*second))
+    if across < TALL_RATIO * along:
+        return box
+    centre = box.mean(axis=0)
+    half_along = first / max(along, 1e-6) * across / 2
+    corners = np.array([centre - half_along - second / 2, centre + half_along - second / 2,
+                        centre + half_along + second / 2, centre - half_along + second / 2])
+    return min_area_box(corners.astype(np.float32), width, height)
 
 
 def min_area_box(points: np.ndarray, width: float, height: float) -> np.ndarray:
