@@ -92,12 +92,18 @@ def test_to_image_coordinates_scales_by_two_over_ratio_and_clips():
     assert mapped.dtype == np.float32
 
 
+def lined_maps(height: int, width: int = 200):
+    """Maps of a page whose text runs horizontally: two long text lines at its top left."""
+    region, link = maps(height, width)
+    region[10:20, 10:120] = region[30:40, 10:120] = 0.9
+    return region, link
+
+
 def table_maps(gap: int, blob: int = 8):
     """Two long text lines (the page's text runs horizontally) and, right of them, a column of
     four single characters ``blob`` px tall, ``gap`` px apart, linked into one column as the
     link refiner links a table's quantity column."""
-    region, link = maps(140, 200)
-    region[10:20, 10:120] = region[30:40, 10:120] = 0.9
+    region, link = lined_maps(140)
     top = 10
     for _ in range(4):
         region[top:top + blob, 160:165] = 0.9
@@ -125,8 +131,7 @@ def test_characters_closer_than_the_stack_gap_stay_one_box():
 
 
 def test_a_turned_line_across_the_text_is_not_cut_into_words():
-    region, link = maps(140, 200)
-    region[10:20, 10:120] = region[30:40, 10:120] = 0.9
+    region, link = lined_maps(140)
     region[10:50, 160:168] = region[56:60, 160:168] = region[66:110, 160:168] = 0.9
     link[10:110, 161:167] = 0.8      # words of 40 and 44 px around a lone 4-px character
     found, _ = detect(region, link)
@@ -149,3 +154,28 @@ def test_a_lone_upright_character_is_grown_to_a_square():
     one = next(box for box in found if box[:, 0].min() > 150)
     # Dilated to 7 x 15 (2:1, what a recognizer turns), grown to 15 x 15 about its centre.
     np.testing.assert_allclose(one, [[154, 48], [169, 48], [169, 63], [154, 63]], atol=0.5)
+
+
+def test_a_short_turned_word_across_the_text_keeps_its_direction():
+    region, link = lined_maps(140)
+    for top in (50, 57, 64):                     # three letters 1 px apart, turned 90 degrees
+        region[top:top + 6, 160:170] = 0.9
+    link[50:70, 162:168] = 0.8
+    found, _ = detect(region, link)
+    word = next(box for box in found if box[:, 0].min() > 150)
+    np.testing.assert_allclose(word, [[157, 47], [172, 47], [172, 72], [157, 72]], atol=0.5)
+
+
+def test_a_turned_label_of_short_words_is_not_cut_into_them():
+    region, link = lined_maps(160)
+    top = 50
+    for letters in (3, 2, 4):                    # words of 3, 2 and 4 letters, 5 px apart
+        for _ in range(letters):
+            region[top:top + 6, 160:170] = 0.9
+            top += 7
+        top += 4
+    link[50:top - 4, 162:168] = 0.8
+    found, _ = detect(region, link)
+    assert len(found) == 3
+    label = next(box for box in found if box[:, 0].min() > 150)
+    assert np.ptp(label[:, 1]) > 4 * np.ptp(label[:, 0])

@@ -11,6 +11,9 @@ Awareness for Text Detection", CVPR 2019; clovaai/CRAFT-pytorch ``craft_utils.ge
    component's density, and fit a minimum-area rectangle to it;
 4. near-square rectangles (side ratio within 10 %) are replaced by the axis-aligned bounding
    box, and corners are ordered clockwise starting from the top-left-most one.
+5. (this service's, not CRAFT's) a box across the page's text - a column of table cells the
+   link refiner joined into one vertical box - is cut into its cells, and a cell too tall to be
+   read upright is widened (:func:`across_text`, :func:`cells_of`, :func:`widened_cell`).
 
 This implementation works on each component's bounding-box window instead of full-size masks,
 which gives the same pixels in O(component area) instead of O(image area) per component.
@@ -23,8 +26,8 @@ import math
 import cv2
 import numpy as np
 
+from .orientation import AXIS_RATIO
 from .params import SCORE_MAP_STRIDE
-from .recognition import TALL_RATIO
 
 #: Components smaller than this many score-map pixels are noise (CRAFT-pytorch's constant).
 MIN_COMPONENT_AREA = 10
@@ -37,8 +40,8 @@ STACK_MIN_ELONGATION = 2.0
 #: 0.5 of a digit's region blob), a vertical word's characters touch or nearly do. Set on drawn
 #: tables of their own (other items and seeds than the tests' and bench.reading's).
 STACK_GAP = 0.5
-#: A cell cut from a stack is at most this many times longer along the stack than the stack is
-#: wide (a digit's region blob: up to about 2.4); a turned line's pieces are words, longer.
+#: A cell is at most this many times longer along its stack than the stack is wide (a digit's
+#: region blob: up to about 2.4); a turned line's pieces are words, longer.
 STACK_CELL_RATIO = 3.0
 
 
@@ -57,7 +60,9 @@ def detect_boxes(region: np.ndarray, link: np.ndarray, text_threshold: float,
     Returns:
         ``(boxes, scores)``: float32 ``[N, 4, 2]`` corner points (x, y) in score-map pixels,
         clockwise from the top-left-most corner, clipped to ``[0, w] x [0, h]``; float32 ``[N]``
-        peak region score of each box, at most 1. Boxes come in connected-component label order.
+        peak region score of each box, at most 1. Boxes come in connected-component label order,
+        a cut component's cells together in its place (in order along it); a widened cell may
+        reach past its component's pixels.
     """
     height, width = region.shape
     text_mask = region > low_text
@@ -77,7 +82,7 @@ def detect_boxes(region: np.ndarray, link: np.ndarray, text_threshold: float,
         components.append((x, y, component))
 
     def box_of(x: int, y: int, component: np.ndarray) -> tuple[np.ndarray, float]:
-        """One component's rectangle and peak region score."""
+        """One component's (or cell's) rectangle and peak region score."""
         h, w = component.shape
         area = int(component.sum())
         window = (slice(y, y + h), slice(x, x + w))
@@ -103,10 +108,11 @@ def detect_boxes(region: np.ndarray, link: np.ndarray, text_threshold: float,
     for (x, y, component), (box, score), cross in zip(components, found, across):
         # Across the page's text: a stack of table cells is cut into them, and a tall cell (a
         # lone "1" too) is widened so that it is not read as turned text.
-        cells = cells_of(x, y, component, text_mask, box) if cross else []
-        pieces = [box_of(*cell) for cell in cells] if len(cells) > 1 else [(box, score)]
-        for piece, piece_score in pieces:
-            boxes.append(widened_cell(piece, horizontal, width, height) if cells else piece)
+        pieces = cells_of(x, y, component, text_mask, box) if cross else []
+        found_pieces = [box_of(px, py, mask) + (cell,) for px, py, mask, cell in pieces] \
+            if len(pieces) > 1 else [(box, score, bool(pieces))]
+        for piece, piece_score, cell in found_pieces:
+            boxes.append(widened_cell(piece, horizontal, width, height) if cell else piece)
             scores.append(piece_score)
 
     if not boxes:
@@ -119,8 +125,10 @@ def across_text(boxes: np.ndarray) -> tuple[np.ndarray, bool]:
 
     The page's text runs the way of its elongated boxes (long side at least
     :data:`STACK_MIN_ELONGATION` times the short one), horizontal or vertical by the larger
-    total area. A box runs across it when its long side is nearer the other axis: on a
-    horizontal page, a column of table cells linked into one box, or a lone upright "1".
+    total area. A box runs across it when its long side is nearer the other axis and at least
+    :data:`~ocr_pipeline.orientation.AXIS_RATIO` times its short side (long enough to be read
+    as turned text): on a horizontal page, a column of table cells linked into one box, or a
+    lone upright "1"; near-square boxes never do.
 
     Args:
         boxes: float32 ``[N, 4, 2]`` rectangles (:func:`min_area_box`).
@@ -132,27 +140,29 @@ def across_text(boxes: np.ndarray) -> tuple[np.ndarray, bool]:
     first, second = boxes[:, 1] - boxes[:, 0], boxes[:, 2] - boxes[:, 1]
     a, b = np.linalg.norm(first, axis=1), np.linalg.norm(second, axis=1)
     long_side = np.where((a >= b)[:, None], first, second)
-    elongated = np.maximum(a, b) >= STACK_MIN_ELONGATION * np.maximum(np.minimum(a, b), 1e-6)
+    ratio = np.maximum(a, b) / np.maximum(np.minimum(a, b), 1e-6)
+    elongated = ratio >= STACK_MIN_ELONGATION
     horizontal = np.abs(long_side[:, 0]) >= np.abs(long_side[:, 1])
     area = a * b
     weight = float(area[elongated & horizontal].sum() - area[elongated & ~horizontal].sum())
     if weight == 0:
         return np.zeros(len(boxes), bool), True
-    return horizontal != (weight > 0), weight > 0
+    return (horizontal != (weight > 0)) & (ratio >= AXIS_RATIO), weight > 0
 
 
 def cells_of(x: int, y: int, component: np.ndarray, text_mask: np.ndarray,
-             box: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
-    """A component's cells, when it is one or a stack of them: table cells linked along a
-    column, or a lone character.
+             box: np.ndarray) -> list[tuple[int, int, np.ndarray, bool]]:
+    """A component's pieces, when it is a stack of table cells linked along a column or a lone
+    character.
 
     The component's characters are its region-score blobs (``text_mask``'s 8-connected
-    pieces of at least :data:`MIN_COMPONENT_AREA` pixels), projected on the box's long side.
-    Neighbours whose gap is at least :data:`STACK_GAP` times the characters' median length
-    along that side are cut apart at the middle of the gap, and the cut is kept only when every
-    piece is a cell, no longer along that side than :data:`STACK_CELL_RATIO` times the
-    characters' width across it: a turned line's pieces would be words, long along it, and it
-    stays whole.
+    pieces of at least :data:`MIN_COMPONENT_AREA` pixels), projected on the box's long side as
+    spans (overlapping ones merged: a cell is one row, so all its characters overlap there).
+    Neighbouring spans at least :data:`STACK_GAP` times their median length apart are cut
+    apart at the middle of the gap. A piece is a cell when it is one span no longer than
+    :data:`STACK_CELL_RATIO` times the component's width across that side; a turned word's
+    letters are spans of their own, and a turned line's pieces are words. The cut is kept when
+    at least half the pieces are cells (two rows whose gap a stray blob fills stay one piece).
 
     Args:
         x, y: the component window's top-left in score-map pixels.
@@ -161,66 +171,69 @@ def cells_of(x: int, y: int, component: np.ndarray, text_mask: np.ndarray,
         box: float32 ``[4, 2]`` the component's rectangle (:func:`min_area_box`).
 
     Returns:
-        ``(x, y, mask)`` per cell, each mask in its own window, in order along the long side
-        (the component itself when it is one cell); empty when it is not made of cells.
+        ``(x, y, mask, cell)`` per piece, each mask in its own window, in order along the long
+        side (one piece, the component itself, when it is a lone cell); empty when the
+        component is not cut and is not a cell.
     """
-    h, w = component.shape
-    sides = box[1] - box[0], box[2] - box[1]
-    along = max(sides, key=lambda side: float(np.hypot(*side)))
-    along = along / max(float(np.hypot(*along)), 1e-6)
-    ys, xs = np.mgrid[0:h, 0:w]
-    position = xs * along[0] + ys * along[1]
-    offset = ys * along[0] - xs * along[1]
-    chars = text_mask[y:y + h, x:x + w] & component
+    chars = text_mask[y:y + component.shape[0], x:x + component.shape[1]] & component
     count, blobs, stats, _ = cv2.connectedComponentsWithStats(chars.astype(np.uint8),
                                                               connectivity=8)
     # Blobs under MIN_COMPONENT_AREA are noise here as in CRAFT's own rule: a speck of region
     # score between two cells would bridge their gap.
-    kept = [blob for blob in range(1, count)
-            if stats[blob, cv2.CC_STAT_AREA] >= MIN_COMPONENT_AREA]
-    spans = sorted((float(position[blobs == blob].min()), float(position[blobs == blob].max()))
-                   for blob in kept)
-    if not spans:
+    kept = stats[:, cv2.CC_STAT_AREA] >= MIN_COMPONENT_AREA
+    kept[0] = False
+    if not kept.any():
         return []
-    merged = spans[:1]
-    for start, end in spans[1:]:
-        if start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+    sides = box[1] - box[0], box[2] - box[1]
+    along = max(sides, key=lambda side: float(np.hypot(*side)))
+    along = along / max(float(np.hypot(*along)), 1e-6)
+    rows, cols = np.nonzero(component)
+    position = cols * along[0] + rows * along[1]
+    offset = rows * along[0] - cols * along[1]
+    owner = blobs[rows, cols]
+    inked = kept[owner]
+    low, high = np.full(count, np.inf), np.full(count, -np.inf)
+    np.minimum.at(low, owner[inked], position[inked])
+    np.maximum.at(high, owner[inked], position[inked])
+    spans: list[list[float]] = []
+    for start, end in sorted(zip(low[kept], high[kept])):
+        if spans and start <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], end)
         else:
-            merged.append((start, end))
-    # The gap is the empty pixels between two characters, measured against the characters'
-    # median length (a piece of a character, a blob of its own, would make any gap wide).
-    length = float(np.median([end - start + 1 for start, end in merged]))
-    cuts = [(before[1] + after[0]) / 2 for before, after in zip(merged, merged[1:])
-            if after[0] - before[1] - 1 >= STACK_GAP * length]
+            spans.append([start, end])
+    # The gap is the empty pixels between two spans; a span's length, its pixels.
+    lengths = [end - start + 1 for start, end in spans]
+    cuts = [(before[1] + after[0]) / 2 for before, after in zip(spans, spans[1:])
+            if after[0] - before[1] - 1 >= STACK_GAP * float(np.median(lengths))]
+    longest_cell = STACK_CELL_RATIO * (np.ptp(offset[inked]) + 1)
     piece_of = np.searchsorted(np.array(cuts), position)
-    across = np.ptp(offset[chars]) + 1
+    span_piece = np.searchsorted(np.array(cuts), [start for start, _ in spans])
     pieces = []
     for number in range(len(cuts) + 1):
-        mask = component & (piece_of == number)
-        inked = chars & mask
-        if not inked.any():
-            continue
-        if np.ptp(position[inked]) + 1 > STACK_CELL_RATIO * across:
-            return []
-        rows, cols = np.nonzero(mask)
-        top, left = rows.min(), cols.min()
-        pieces.append((x + int(left), y + int(top), mask[top:rows.max() + 1, left:cols.max() + 1]))
-    return pieces
+        mine = piece_of == number
+        own = [length for length, piece in zip(lengths, span_piece) if piece == number]
+        top, left = rows[mine].min(), cols[mine].min()
+        mask = np.zeros((rows[mine].max() - top + 1, cols[mine].max() - left + 1), bool)
+        mask[rows[mine] - top, cols[mine] - left] = True
+        pieces.append((x + int(left), y + int(top), mask,
+                       len(own) == 1 and own[0] <= longest_cell))
+    return pieces if 2 * sum(cell for *_, cell in pieces) >= len(pieces) else []
 
 
 def widened_cell(box: np.ndarray, horizontal: bool, width: float, height: float) -> np.ndarray:
-    """A character's rectangle ``[4, 2]`` grown along the page's text to its length across it,
-    when it is :data:`~ocr_pipeline.recognition.TALL_RATIO` times longer across the text than
-    along it: the recognizer would read such a crop as turned text, and an upright character
-    cut from a stack, or standing alone (a "1"), is not. Grown about its centre, then as
-    :func:`min_area_box` gives it (clipped, clockwise, a square axis-aligned); otherwise
-    unchanged. ``horizontal``: the page's text runs horizontally."""
+    """A cell's rectangle ``[4, 2]`` grown along the page's text to its length across it, when
+    it is :data:`~ocr_pipeline.orientation.AXIS_RATIO` times longer across the text than along
+    it: such a box is read as turned text (``orientation=auto`` takes its axis from that ratio;
+    the recognizer turns a crop from a higher one, its grown crop's
+    :data:`~ocr_pipeline.recognition.TALL_RATIO`), and an upright character cut from a stack,
+    or standing alone (a "1"), is not. Grown about its centre, then as :func:`min_area_box`
+    gives it (clipped, clockwise, a square axis-aligned); otherwise unchanged.
+    ``horizontal``: the page's text runs horizontally."""
     first, second = box[1] - box[0], box[2] - box[1]
     if (abs(first[0]) >= abs(first[1])) != horizontal:
         first, second = second, first                # first: the side along the text
     along, across = float(np.hypot(*first)), float(np.hypot(*second))
-    if across < TALL_RATIO * along:
+    if across < AXIS_RATIO * along:
         return box
     centre = box.mean(axis=0)
     half_along = first / max(along, 1e-6) * across / 2
