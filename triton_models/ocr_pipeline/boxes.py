@@ -28,6 +28,7 @@ import numpy as np
 
 from .orientation import AXIS_RATIO
 from .params import SCORE_MAP_STRIDE
+from .reading_order import box_sides
 
 #: Components smaller than this many score-map pixels are noise (CRAFT-pytorch's constant).
 MIN_COMPONENT_AREA = 10
@@ -137,13 +138,11 @@ def across_text(boxes: np.ndarray) -> tuple[np.ndarray, bool]:
         ``(across, horizontal)``: bool ``[N]``, and whether the page's text runs horizontally.
         No box runs across when none is elongated or the two directions' areas are equal.
     """
-    first, second = boxes[:, 1] - boxes[:, 0], boxes[:, 2] - boxes[:, 1]
-    a, b = np.linalg.norm(first, axis=1), np.linalg.norm(second, axis=1)
-    long_side = np.where((a >= b)[:, None], first, second)
-    ratio = np.maximum(a, b) / np.maximum(np.minimum(a, b), 1e-6)
+    length, across, degrees = box_sides(boxes)
+    ratio = length / np.maximum(across, 1e-6)
     elongated = ratio >= STACK_MIN_ELONGATION
-    horizontal = np.abs(long_side[:, 0]) >= np.abs(long_side[:, 1])
-    area = a * b
+    horizontal = np.abs(degrees) <= 45.0
+    area = length * across
     weight = float(area[elongated & horizontal].sum() - area[elongated & ~horizontal].sum())
     if weight == 0:
         return np.zeros(len(boxes), bool), True

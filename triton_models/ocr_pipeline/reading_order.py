@@ -99,11 +99,11 @@ def text_tilt(boxes: np.ndarray) -> float:
         with y down (negative: the text rises to the right); where the weight splits evenly
         between two directions, their mean.
     """
-    return _tilt(*_sides(boxes))
+    return _tilt(*box_sides(boxes))
 
 
 def _tilt(length: np.ndarray, across: np.ndarray, degrees: np.ndarray) -> float:
-    """:func:`text_tilt` from the boxes' :func:`_sides`."""
+    """:func:`text_tilt` from the boxes' :func:`box_sides`."""
     telling = ((length >= TILT_ELONGATION * across) & (across > 0)
                & (np.abs(degrees) <= MAX_TILT_DEG))
     areas = length * across
@@ -117,7 +117,7 @@ def _tilt(length: np.ndarray, across: np.ndarray, degrees: np.ndarray) -> float:
     return float(values[index])
 
 
-def _sides(boxes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def box_sides(boxes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per box of float ``[N, 4, 2]``: its long side's length, its short side's length (pixels)
     and the long side's direction in degrees, ``[-90, 90)`` (y down)."""
     boxes = np.asarray(boxes, dtype=np.float64).reshape(-1, 4, 2)
@@ -141,7 +141,7 @@ def level(boxes: np.ndarray) -> np.ndarray:
         float32 ``[N, 4, 2]``: for grouping only (the frame is no longer the image's).
     """
     boxes = np.asarray(boxes, dtype=np.float32).reshape(-1, 4, 2)
-    sides = _sides(boxes)
+    sides = box_sides(boxes)
     tilt = np.radians(_tilt(*sides))
     if tilt == 0.0:
         return boxes
