@@ -178,25 +178,26 @@ class EmbeddedTriton:
             TritonStartError: see :meth:`start`.
         """
         deadline = time.monotonic() + timeout_s
-        client = grpcclient.InferenceServerClient(self.grpc_url)
-        try:
-            while time.monotonic() < deadline:
-                if self.process.poll() is not None:
-                    self.kill()  # its Python stubs may still run; they hold shared memory
-                    raise TritonStartError(
-                        f"tritonserver exited with code {self.process.returncode}.\n"
-                        f"{self.log_tail()}")
-                try:
-                    # The id tells our server from another one that already holds the port.
-                    if (client.get_server_metadata(client_timeout=2).name == self.server_id
-                            and all(client.is_model_ready(name, client_timeout=2)
-                                    for name in self.models)):
-                        return
-                except InferenceServerException:
-                    pass
-                time.sleep(0.5)
-        finally:
-            client.close()
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                self.kill()  # its Python stubs may still run; they hold shared memory
+                raise TritonStartError(
+                    f"tritonserver exited with code {self.process.returncode}.\n"
+                    f"{self.log_tail()}")
+            # A client per attempt: a gRPC channel refused while Triton was still loading backs
+            # off its reconnects up to 2 minutes, which a new user saw as a silent wait.
+            client = grpcclient.InferenceServerClient(self.grpc_url)
+            try:
+                # The id tells our server from another one that already holds the port.
+                if (client.get_server_metadata(client_timeout=2).name == self.server_id
+                        and all(client.is_model_ready(name, client_timeout=2)
+                                for name in self.models)):
+                    return
+            except InferenceServerException:
+                pass
+            finally:
+                client.close()
+            time.sleep(0.5)
         self.stop()
         raise TritonStartError(
             f"models {', '.join(self.models)} not ready after {timeout_s:.0f} s.\n"
