@@ -5,33 +5,41 @@ fall across the page. This prints, per tilt, the share of a drawn page's lines t
 as one line of the answer's ``text`` each, with the same words, in the order they were
 written (the longest increasing subsequence of their positions, over the lines drawn):
 
-- **levelled**: the answer as served (:func:`ocr_pipeline.reading_order.layout`, lines
-  grouped along the text's own direction);
-- **axis-aligned**: the same answer's boxes and texts grouped again by their axis-aligned
-  vertical extents (:func:`ocr_pipeline.reading_order.lines_of` on the boxes as they are, the
-  grouping before lines were levelled), so both columns come from one Triton call per page.
+- **served**: the answer as served (:func:`ocr_pipeline.reading_order.layout`: lines
+  grouped along the text's own direction, prose columns one after the other);
+- **before**: the same answer's boxes and texts grouped again the way an earlier version did,
+  so both columns come from one Triton call per page: letters and tables by their
+  axis-aligned vertical extents (:func:`ocr_pipeline.reading_order.lines_of` on the boxes as
+  they are, before lines were levelled); two-column pages by levelled rows across the page
+  (``lines_of`` of the levelled boxes, before prose columns were found).
 
 Pages: :func:`tests.image_factory.letter_page` with the texts of :data:`bench.words.TEXTS`
-(never drawn by the tests) at :data:`SEEDS`, and :func:`tests.image_factory.table_page`
-invoice tables of :data:`TABLE_ITEMS` (items the tests never draw) at :data:`TABLE_SEEDS`:
-a row is a line, its cells left to right, single-digit quantities included. Each tilted by
-:data:`TILTS`. Starts its own embedded Triton (engine cache of the tests), default
-parameters. Writes ``bench/results/reading-<time>.md``.
+(never drawn by the tests) at :data:`SEEDS`; :func:`tests.image_factory.table_page` invoice
+tables of :data:`TABLE_ITEMS` (items the tests never draw) at :data:`TABLE_SEEDS`: a row is a
+line, its cells left to right, single-digit quantities included;
+:func:`tests.image_factory.columns_page` pages of two columns of :data:`COLUMN_TEXTS` at
+:data:`COLUMN_SEEDS`. Each tilted by :data:`TILTS`. Then OCRmyPDF's ``linn.pdf`` (a real
+1985 scan with a two-column section), its lines against its transcription ``linn.txt``
+(:func:`similar_lines_in_order`: the transcription has its own misreadings). Starts its own
+embedded Triton (engine cache of the tests), default parameters. Writes
+``bench/results/reading-<time>.md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
 from bench.report import publish
-from bench.words import RESULTS, REPOSITORY, TEXTS, serve
+from bench.words import DATA, RESULTS, REPOSITORY, TEXTS, serve
 from ocr_inference.client import TritonClient
 from ocr_pipeline import reading_order
+from ocr_pipeline.orientation import to_upright
 from ocr_pipeline.text_evaluation import tokens
-from tests.image_factory import encode, letter_lines, letter_page, table_page
+from tests.image_factory import columns_page, encode, letter_lines, letter_page, table_page
 
 #: Tilts of the drawn pages, degrees counter-clockwise (a phone photo of a page: up to ~5).
 TILTS = (-5.0, -3.0, -2.0, 0.0, 2.0, 3.0, 5.0)
@@ -45,6 +53,21 @@ TABLE_ITEMS = (("Oak shelf 80 cm", 24.50), ("Brass hinges, pair", 3.40),
                ("Spirit level", 18.90), ("Screws 4 x 40, box", 6.10))
 #: Seeds of the drawn tables (font, size, row spacing, items, quantities).
 TABLE_SEEDS = (210, 211, 212, 213)
+#: The two columns of the drawn two-column pages (written for this benchmark; no test draws
+#: them, and the column constants were set on other texts).
+COLUMN_TEXTS = ("The ferry to the islands leaves the north pier at eight each morning and "
+                "returns at six. Tickets are sold on board, and bicycles travel free outside "
+                "the holiday weeks. In a strong westerly wind the crossing is cancelled, and "
+                "the harbour office posts a notice by the gate before seven.",
+                "Walkers who reach the lighthouse can climb its hundred and twelve steps on "
+                "fine afternoons. The keeper's cottage beside it is now a small museum of "
+                "wrecks and rescues, with a model of the lifeboat that served the coast for "
+                "forty years. Entry is free; a box by the door takes gifts.")
+#: Seeds of the drawn two-column pages (font, column sizes, line pitches, gutter).
+COLUMN_SEEDS = (220, 221, 222, 223)
+#: Least similarity (:class:`difflib.SequenceMatcher` ratio of the tokens) of an answer's line
+#: to a transcription's line for it to count as that line, misreadings on either side aside.
+SIMILAR_LINE = 0.8
 
 
 def lines_in_order(text: str, known: list[list[str]]) -> int:
@@ -55,30 +78,71 @@ def lines_in_order(text: str, known: list[list[str]]) -> int:
     for line in known:
         wanted = tokens(" ".join(line))
         positions.append(next((i for i, got in enumerate(answered) if got == wanted), None))
-    found = [p for p in positions if p is not None]
-    longest = [1] * len(found)
-    for i in range(len(found)):
+    return _longest_increasing([p for p in positions if p is not None])
+
+
+def _longest_increasing(values: list[int]) -> int:
+    """The length of the longest strictly increasing subsequence of ``values``."""
+    longest = [1] * len(values)
+    for i in range(len(values)):
         for j in range(i):
-            if found[j] < found[i]:
+            if values[j] < values[i]:
                 longest[i] = max(longest[i], longest[j] + 1)
     return max(longest, default=0)
 
 
-def measure(client: TritonClient, pages) -> dict[float, tuple[int, int, int]]:
-    """Per tilt: ``(lines drawn, levelled in order, axis-aligned in order)`` over the pages
-    ``pages(tilt)`` yields (``(image, words)`` of :func:`tests.image_factory.letter_page`)."""
+def measure(client: TritonClient, pages, before) -> dict[float, tuple[int, int, int]]:
+    """Per tilt: ``(lines drawn, served in order, before in order)`` over the pages
+    ``pages(tilt)`` yields (``(image, words)`` of :func:`tests.image_factory.letter_page`);
+    ``before(result)``: the answer's text grouped the earlier way."""
     table = {}
     for tilt in TILTS:
-        drawn = levelled = axis = 0
+        drawn = served = earlier = 0
         for image, words in pages(tilt):
             known = letter_lines(words)
             result = client.infer(encode(image), {})
-            old = reading_order.full_text(result.texts, reading_order.lines_of(result.boxes))
             drawn += len(known)
-            levelled += lines_in_order(result.text, known)
-            axis += lines_in_order(old, known)
-        table[tilt] = (drawn, levelled, axis)
+            served += lines_in_order(result.text, known)
+            earlier += lines_in_order(before(result), known)
+        table[tilt] = (drawn, served, earlier)
     return table
+
+
+def axis_aligned(result) -> str:
+    """The answer's text grouped by the boxes' axis-aligned vertical extents."""
+    return reading_order.full_text(result.texts, reading_order.lines_of(result.boxes))
+
+
+def rows(result) -> str:
+    """The answer's text grouped into levelled rows across the page, columns not found."""
+    upright = to_upright(result.boxes, result.angle, result.width, result.height)
+    return reading_order.full_text(result.texts,
+                                   reading_order.lines_of(reading_order.level(upright)))
+
+
+def similar_lines_in_order(text: str, known: list[str]) -> int:
+    """:func:`lines_in_order` where a line of ``text`` counts as a ``known`` line when their
+    tokens are :data:`SIMILAR_LINE` alike (the first such line, searched from the line after
+    the previous match, then from the start)."""
+    answered = [" ".join(tokens(line)) for line in text.splitlines()]
+    positions = []
+    for line in known:
+        wanted = " ".join(tokens(line))
+        alike = [i for i, got in enumerate(answered)
+                 if difflib.SequenceMatcher(None, got, wanted).ratio() >= SIMILAR_LINE]
+        after = [i for i in alike if not positions or positions[-1] is None
+                 or i > positions[-1]]
+        positions.append((after or alike or [None])[0])
+    return _longest_increasing([p for p in positions if p is not None])
+
+
+def scan(client: TritonClient) -> tuple[int, int, int]:
+    """linn.pdf's ``(transcribed lines, served in order, levelled rows in order)``."""
+    known = [line for line in (DATA / "documents" / "ocrmypdf_linn.txt").read_text()
+             .splitlines() if line.strip()]
+    result = client.infer((DATA / "documents" / "ocrmypdf_linn.pdf").read_bytes(), {})
+    return (len(known), similar_lines_in_order(result.text, known),
+            similar_lines_in_order(rows(result), known))
 
 
 def letters(tilt: float):
@@ -94,25 +158,37 @@ def tables(tilt: float):
         yield table_page(TABLE_ITEMS, seed=seed, skew=tilt)
 
 
-def markdown(tables: dict[str, dict[float, tuple[int, int, int]]], when: str) -> str:
+def two_columns(tilt: float):
+    """The drawn two-column pages at ``tilt``."""
+    for seed in COLUMN_SEEDS:
+        yield columns_page(COLUMN_TEXTS, title="Visiting the islands", seed=seed, skew=tilt)
+
+
+def markdown(tables: dict[str, tuple[str, dict]], linn: tuple[int, int, int], when: str
+             ) -> str:
     lines = ["# Reading order of tilted pages", "", when, ""]
-    for kind, table in tables.items():
-        lines += section(kind, table)
+    for kind, (before, table) in tables.items():
+        lines += section(kind, before, table)
+    known, served, earlier = linn
+    lines += ["## A real scan: OCRmyPDF's linn.pdf (two columns mid-page)", "",
+              f"Transcribed lines found in order (tokens {SIMILAR_LINE:.0%} alike): served "
+              f"{served}/{known} ({served / known:.2f}); levelled rows, no columns "
+              f"{earlier}/{known} ({earlier / known:.2f}).", ""]
     return "\n".join(lines)
 
 
-def section(kind: str, table: dict[float, tuple[int, int, int]]) -> list[str]:
-    """One kind of page's table: per tilt, lines in order, served and axis-aligned."""
+def section(kind: str, before: str, table: dict[float, tuple[int, int, int]]) -> list[str]:
+    """One kind of page's table: per tilt, lines in order, served and grouped ``before``."""
     lines = [f"## {kind}", "", "Lines intact and in reading order, over the lines drawn.", "",
-             "| tilt | levelled (served) | axis-aligned (before) |", "| --- | --- | --- |"]
+             f"| tilt | served | {before} (before) |", "| --- | --- | --- |"]
     totals = [0, 0, 0]
-    for tilt, (drawn, levelled, axis) in table.items():
-        lines.append(f"| {tilt:+.0f}° | {levelled}/{drawn} ({levelled / drawn:.2f}) | "
-                     f"{axis}/{drawn} ({axis / drawn:.2f}) |")
-        totals = [t + v for t, v in zip(totals, (drawn, levelled, axis))]
-    drawn, levelled, axis = totals
-    lines.append(f"| all | {levelled}/{drawn} ({levelled / drawn:.2f}) | "
-                 f"{axis}/{drawn} ({axis / drawn:.2f}) |")
+    for tilt, (drawn, served, earlier) in table.items():
+        lines.append(f"| {tilt:+.0f}° | {served}/{drawn} ({served / drawn:.2f}) | "
+                     f"{earlier}/{drawn} ({earlier / drawn:.2f}) |")
+        totals = [t + v for t, v in zip(totals, (drawn, served, earlier))]
+    drawn, served, earlier = totals
+    lines.append(f"| all | {served}/{drawn} ({served / drawn:.2f}) | "
+                 f"{earlier}/{drawn} ({earlier / drawn:.2f}) |")
     return lines + [""]
 
 
@@ -125,11 +201,14 @@ def main(argv: list[str] | None = None) -> int:
         server = serve(REPOSITORY, Path(folder) / "reading.log")
         try:
             client = TritonClient(server.grpc_url, timeout_s=600)
-            table = {"Drawn letters": measure(client, letters),
-                     "Drawn invoice tables (a row is a line)": measure(client, tables)}
+            table = {"Drawn letters": ("axis-aligned", measure(client, letters, axis_aligned)),
+                     "Drawn invoice tables (a row is a line)": (
+                         "axis-aligned", measure(client, tables, axis_aligned)),
+                     "Drawn two-column pages": ("rows", measure(client, two_columns, rows))}
+            linn = scan(client)
         finally:
             server.stop()
-    publish(markdown(table, when),
+    publish(markdown(table, linn, when),
             RESULTS / f"reading-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.md")
     return 0
 

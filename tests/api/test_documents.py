@@ -202,6 +202,16 @@ def test_a_scanned_page_reads_its_two_columns(api_client, live_triton):
     truth = (DOCUMENTS / "ocrmypdf_linn.txt").read_text().split()
     score = score_text(body["text"], truth)
     assert score.f_score >= 0.90, score                    # measured 0.96
+    # Its middle section's two columns, the left one first, each line its own (the link
+    # refiner joins four of their lines across the narrow gutter; they are cut there).
+    lines = body["text"].splitlines()
+
+    def line(start: str) -> int:
+        return next(i for i, text in enumerate(lines) if text.startswith(start))
+    assert line("To record a sequence") < line("sustain pedal") < line("tion. To overdub") \
+        < line("simply use LOCATE") < line("music. See your Linn") < line("Additional Features")
+    assert lines[line("To record a sequence")].endswith("RECORD and PLAY,")
+    assert "interferes" not in lines[line("the note to be erased")]
 
 
 def test_a_long_receipt_reads_at_the_defaults(api_client, live_triton):

@@ -2,13 +2,15 @@
 degrees off level, upright or turned, answers its lines whole and in the order they were
 written (ocr_pipeline.reading_order levels the boxes before grouping them); a table's rows
 come back as lines, each with its own single-digit quantity (ocr_pipeline.boxes cuts a
-column of cells that the link refiner linked into one box)."""
+column of cells that the link refiner linked into one box); a page of two columns of prose
+answers the left column's lines, then the right column's (ocr_pipeline.columns)."""
 
 import io
 
 import pytest
+from ocr_pipeline.text_evaluation import tokens
 
-from tests.image_factory import encode, letter_lines, letter_page, table_page
+from tests.image_factory import columns_page, encode, letter_lines, letter_page, table_page
 
 pytestmark = [pytest.mark.django_db, pytest.mark.triton]
 
@@ -44,3 +46,17 @@ def test_a_tables_rows_come_back_as_lines_with_their_quantities(api_client, live
     # Each quantity is a box of its own, in its row's line (the recognizer read it upright).
     quantities = [line[-3] for line in letter_lines(words)[1:]]
     assert [line["words"][-3]["text"] for line in body["lines"][1:]] == quantities
+
+
+@pytest.mark.parametrize("seed, tilt, angle", [(60, 0.0, 0), (61, 3.0, 0), (62, -2.0, 90)])
+def test_two_columns_come_back_one_after_the_other(api_client, live_triton, seed, tilt, angle):
+    image, words = columns_page(seed=seed, skew=tilt, angle=angle)
+    response = api_client.post("/api/ocr", {"image": io.BytesIO(encode(image))},
+                               format="multipart")
+    assert response.status_code == 200, response.content[:500]
+    lines = [" ".join(line) for line in letter_lines(words)]
+    assert lines[0] == "News from the hall" and lines[-1] == "Page 4 of the spring newsletter"
+    # Line by line, the same words (case and punctuation aside: a misread capital is not an
+    # order's fault).
+    answered = response.json()["text"].splitlines()
+    assert [tokens(line) for line in answered] == [tokens(line) for line in lines]

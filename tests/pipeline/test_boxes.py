@@ -179,3 +179,31 @@ def test_a_turned_label_of_short_words_is_not_cut_into_them():
     assert len(found) == 3
     label = next(box for box in found if box[:, 0].min() > 150)
     assert np.ptp(label[:, 1]) > 4 * np.ptp(label[:, 0])
+
+
+def columns_maps():
+    """A title of six linked words across the page, then two columns of five lines (region
+    bars 110 x 6, 14 px apart, the columns' characters 15 px apart); the third lines of the
+    two columns are linked across the gutter into one component, as the link refiner joins
+    them where a gutter is narrow."""
+    region, link = maps(120, 260)
+    for left in range(10, 245, 40):                     # words 36 px long, 4 px apart
+        region[8:14, left:left + 36] = 0.9
+    link[9:13, 10:245] = 0.8
+    for row in range(5):
+        top = 30 + 14 * row
+        region[top:top + 6, 10:120] = region[top:top + 6, 135:245] = 0.9
+    link[59:63, 118:137] = 0.8
+    return region, link
+
+
+def test_two_columns_lines_joined_across_their_gutter_are_cut_there():
+    found, scores = detect(*columns_maps())
+    assert len(found) == 11 and scores.tolist() == pytest.approx([0.9] * 11)
+    third = sorted((b for b in found if 55 < b[:, 1].mean() < 65), key=lambda b: b[0, 0])
+    # Each half its own characters (10-119 and 135-244; the link pixels in the gutter are not
+    # text), dilated by 2 px a side.
+    assert [(float(b[:, 0].min()), float(b[:, 0].max())) for b in third] == [(8, 121), (133, 246)]
+    title = next(b for b in found if b[:, 1].mean() < 20)
+    assert (float(title[:, 0].min()), float(title[:, 0].max())) < (10, 240)  # not cut
+    assert float(title[:, 0].max()) > 240

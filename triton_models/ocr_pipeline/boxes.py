@@ -13,7 +13,9 @@ Awareness for Text Detection", CVPR 2019; clovaai/CRAFT-pytorch ``craft_utils.ge
    box, and corners are ordered clockwise starting from the top-left-most one.
 5. (this service's, not CRAFT's) a box across the page's text - a column of table cells the
    link refiner joined into one vertical box - is cut into its cells, and a cell too tall to be
-   read upright is widened (:func:`across_text`, :func:`cells_of`, :func:`widened_cell`).
+   read upright is widened (:func:`across_text`, :func:`cells_of`, :func:`widened_cell`);
+6. (this service's) a box the link refiner joined across the gutter between two columns of
+   prose is cut at the gutter (:func:`across_gutters`).
 
 This implementation works on each component's bounding-box window instead of full-size masks,
 which gives the same pixels in O(component area) instead of O(image area) per component.
@@ -28,7 +30,8 @@ import numpy as np
 
 from .orientation import AXIS_RATIO
 from .params import SCORE_MAP_STRIDE
-from .reading_order import box_sides
+from .columns import GUTTER, crossing_boxes
+from .reading_order import box_sides, level_turn, lines_of, turned
 
 #: Components smaller than this many score-map pixels are noise (CRAFT-pytorch's constant).
 MIN_COMPONENT_AREA = 10
@@ -105,20 +108,24 @@ def detect_boxes(region: np.ndarray, link: np.ndarray, text_threshold: float,
     found = [box_of(*component) for component in components]
     across, horizontal = across_text(
         np.array([box for box, _ in found], np.float32).reshape(-1, 4, 2))
-    boxes, scores = [], []
+    pieces = []                             # (x, y, mask, box, score) per box
     for (x, y, component), (box, score), cross in zip(components, found, across):
         # Across the page's text: a stack of table cells is cut into them, and a tall cell (a
         # lone "1" too) is widened so that it is not read as turned text.
-        pieces = cells_of(x, y, component, text_mask, box) if cross else []
-        found_pieces = [box_of(px, py, mask) + (cell,) for px, py, mask, cell in pieces] \
-            if len(pieces) > 1 else [(box, score, bool(pieces))]
-        for piece, piece_score, cell in found_pieces:
-            boxes.append(widened_cell(piece, horizontal, width, height) if cell else piece)
-            scores.append(piece_score)
-
-    if not boxes:
+        cells = cells_of(x, y, component, text_mask, box) if cross else []
+        if len(cells) <= 1:
+            cells = [(x, y, component, bool(cells))]
+        for px, py, mask, cell in cells:
+            piece, piece_score = (box, score) if mask is component else box_of(px, py, mask)
+            pieces.append((px, py, mask, widened_cell(piece, horizontal, width, height)
+                           if cell else piece, piece_score))
+    if not pieces:
         return np.zeros((0, 4, 2), np.float32), np.zeros((0,), np.float32)
-    return np.stack(boxes).astype(np.float32), np.array(scores, dtype=np.float32)
+    # Two columns' lines the link refiner joined across their gutter are cut apart there.
+    for index, halves in reversed(across_gutters(pieces, text_mask, horizontal)):
+        pieces[index:index + 1] = [(*half, *box_of(*half)) for half in halves]
+    return (np.stack([piece[3] for piece in pieces]).astype(np.float32),
+            np.array([piece[4] for piece in pieces], dtype=np.float32))
 
 
 def across_text(boxes: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -147,6 +154,65 @@ def across_text(boxes: np.ndarray) -> tuple[np.ndarray, bool]:
     if weight == 0:
         return np.zeros(len(boxes), bool), True
     return (horizontal != (weight > 0)) & (ratio >= AXIS_RATIO), weight > 0
+
+
+def across_gutters(pieces: list, text_mask: np.ndarray, horizontal: bool
+                   ) -> list[tuple[int, list[tuple[int, int, np.ndarray]]]]:
+    """The boxes that run across a gutter between two columns of prose, and their halves.
+
+    The boxes are levelled and grouped into lines as reading order does
+    (:func:`ocr_pipeline.reading_order.level_turn`, :func:`~ocr_pipeline.reading_order.lines_of`;
+    a vertical page's turned a quarter first), and the columns' gutters found on them
+    (:func:`ocr_pipeline.columns.crossing_boxes`). A box across a gutter is cut there only
+    when its characters (region score above ``low_text``) leave the gutter's width
+    (:data:`~ocr_pipeline.columns.GUTTER` median box heights) white about the cut: two
+    lines joined by their link score, not a title across both columns.
+
+    Args:
+        pieces: ``(x, y, mask, box, score)`` per box: its pixels (bool ``mask`` in the window
+            at ``x, y``), float32 ``[4, 2]`` rectangle and score, score-map pixels.
+        text_mask: bool ``[H, W]`` region score above ``low_text``.
+        horizontal: the page's text runs horizontally (:func:`across_text`).
+
+    Returns:
+        ``(index, [(x, y, mask), (x, y, mask)])`` per box to cut, by index: its pixels before
+        and after the cut along the text.
+    """
+    frame = np.array([piece[3] for piece in pieces], np.float32).reshape(-1, 4, 2)
+    if not horizontal:
+        frame = frame[..., ::-1]            # a vertical page's lines, laid horizontal
+    turn = level_turn(frame)
+    levelled = turned(frame, turn)
+    least = GUTTER * float(np.median(levelled[:, :, 1].max(axis=1)
+                                     - levelled[:, :, 1].min(axis=1)))
+
+    def along(index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """A box's pixels: rows, columns, levelled position along the text, character or not."""
+        x, y, mask = pieces[index][:3]
+        rows, cols = np.nonzero(mask)
+        points = np.stack([cols + x, rows + y], axis=1).astype(np.float32)
+        position = turned(points if horizontal else points[:, ::-1], turn)[:, 0]
+        return rows + y, cols + x, position, text_mask[rows + y, cols + x]
+
+    def cuttable(index: int, cut: float) -> bool:
+        _, _, position, text = along(index)
+        before, after = position[text & (position < cut)], position[text & (position > cut)]
+        return before.size > 0 and after.size > 0 and after.min() - before.max() >= least
+
+    cuts = []
+    for index, cut in crossing_boxes(levelled, lines_of(levelled), cuttable):
+        rows, cols, position, _ = along(index)
+        cuts.append((index, [_window(rows[side], cols[side])
+                             for side in (position < cut, position >= cut)]))
+    return cuts
+
+
+def _window(rows: np.ndarray, cols: np.ndarray) -> tuple[int, int, np.ndarray]:
+    """``(x, y, mask)``: pixels at ``rows, cols`` as a bool mask in their bounding window."""
+    top, left = int(rows.min()), int(cols.min())
+    mask = np.zeros((int(rows.max()) - top + 1, int(cols.max()) - left + 1), bool)
+    mask[rows - top, cols - left] = True
+    return left, top, mask
 
 
 def cells_of(x: int, y: int, component: np.ndarray, text_mask: np.ndarray,
@@ -211,10 +277,7 @@ def cells_of(x: int, y: int, component: np.ndarray, text_mask: np.ndarray,
     for number in range(len(cuts) + 1):
         mine = piece_of == number
         own = [length for length, piece in zip(lengths, span_piece) if piece == number]
-        top, left = rows[mine].min(), cols[mine].min()
-        mask = np.zeros((rows[mine].max() - top + 1, cols[mine].max() - left + 1), bool)
-        mask[rows[mine] - top, cols[mine] - left] = True
-        pieces.append((x + int(left), y + int(top), mask,
+        pieces.append((*_window(rows[mine] + y, cols[mine] + x),
                        len(own) == 1 and own[0] <= longest_cell))
     return pieces if 2 * sum(cell for *_, cell in pieces) >= len(pieces) else []
 

@@ -19,13 +19,16 @@ the line before it when the gap between them is at most :data:`PARAGRAPH_GAP` ti
 height, their heights differ by at most :data:`PARAGRAPH_SIZE_RATIO`, and their horizontal
 extents overlap by at least :data:`PARAGRAPH_OVERLAP` of the narrower one (a column of text; a
 caption beside a title is another paragraph). Heights are the median height of a line's boxes.
-Columns are not found: a row of boxes across two columns is one line.
+
+Columns of prose (:func:`column_lines`, :mod:`ocr_pipeline.columns`) are read one after the
+other: the lines a gutter splits are grouped again on each side of it.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .columns import column_runs
 from .orientation import area, from_upright, to_upright
 
 #: Vertical overlap, as a share of the smaller height, that puts a box on a line.
@@ -84,6 +87,30 @@ def lines_of(boxes: np.ndarray) -> list[list[int]]:
     return [sorted(line["members"], key=lambda i: float(lefts[i])) for line in lines]
 
 
+def column_lines(boxes: np.ndarray) -> list[list[int]]:
+    """:func:`lines_of`, with prose columns read one after the other: the lines a gutter splits
+    (:func:`ocr_pipeline.columns.column_runs`) are grouped again on each side of it, the left
+    column's lines first (recursively, so three columns are read in three).
+
+    Args:
+        boxes: float32 ``[N, 4, 2]`` corner points (x, y) of level text, pixels.
+
+    Returns:
+        :func:`lines_of`'s lines in reading order; every index once.
+    """
+    boxes = np.asarray(boxes, dtype=np.float32).reshape(-1, 4, 2)
+    lines = lines_of(boxes)
+    lefts = boxes[:, :, 0].min(axis=1)
+    found, done = [], 0
+    for first, end, cut, _ in column_runs(boxes, lines):
+        found += lines[done:first]
+        members = np.array([i for line in lines[first:end] for i in line])
+        for side in (members[lefts[members] < cut], members[lefts[members] >= cut]):
+            found += [[int(side[i]) for i in line] for line in column_lines(boxes[side])]
+        done = end
+    return found + lines[done:]
+
+
 def text_tilt(boxes: np.ndarray) -> float:
     """The text's tilt: the weighted median direction of the long sides of the boxes that tell
     it (at least :data:`TILT_ELONGATION` times as long as they are high, and within
@@ -130,9 +157,7 @@ def box_sides(boxes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def level(boxes: np.ndarray) -> np.ndarray:
-    """The boxes turned about the origin by minus :func:`text_tilt`, so the text runs level;
-    unchanged when the tilt raises the text across the boxes' width by less than
-    :data:`MIN_RISE` of their median height.
+    """The boxes turned about the origin by :func:`level_turn`, so the text runs level.
 
     Args:
         boxes: float32 ``[N, 4, 2]`` corner points (x, y) of the upright page, pixels.
@@ -141,16 +166,37 @@ def level(boxes: np.ndarray) -> np.ndarray:
         float32 ``[N, 4, 2]``: for grouping only (the frame is no longer the image's).
     """
     boxes = np.asarray(boxes, dtype=np.float32).reshape(-1, 4, 2)
+    return turned(boxes, level_turn(boxes))
+
+
+def level_turn(boxes: np.ndarray) -> float:
+    """Radians to turn the boxes by (:func:`turned`) so that their text runs level: minus
+    :func:`text_tilt`, or 0.0 when the tilt raises the text across the boxes' width by less
+    than :data:`MIN_RISE` of their median height.
+
+    Args:
+        boxes: float ``[N, 4, 2]`` corner points (x, y) of the upright page, pixels.
+    """
+    boxes = np.asarray(boxes, dtype=np.float32).reshape(-1, 4, 2)
     sides = box_sides(boxes)
     tilt = np.radians(_tilt(*sides))
     if tilt == 0.0:
-        return boxes
+        return 0.0
     width = float(boxes[..., 0].max() - boxes[..., 0].min())
     if width * abs(np.tan(tilt)) < MIN_RISE * float(np.median(sides[1])):
-        return boxes
-    cos, sin = np.cos(tilt), np.sin(tilt)
-    x, y = boxes[..., 0], boxes[..., 1]
-    return np.stack([x * cos + y * sin, y * cos - x * sin], axis=-1).astype(np.float32)
+        return 0.0
+    return float(-tilt)
+
+
+def turned(points: np.ndarray, radians: float) -> np.ndarray:
+    """float32 points ``[..., 2]`` (x, y; y down) turned about the origin by ``radians``
+    (negative: clockwise on the page; :func:`level_turn`'s angle levels text)."""
+    points = np.asarray(points, dtype=np.float32)
+    if radians == 0.0:
+        return points
+    cos, sin = np.cos(radians), np.sin(radians)
+    x, y = points[..., 0], points[..., 1]
+    return np.stack([x * cos - y * sin, y * cos + x * sin], axis=-1).astype(np.float32)
 
 
 def full_text(texts: list[str], lines: list[list[int]]) -> str:
@@ -243,13 +289,13 @@ def layout(boxes: np.ndarray, angle: int = 0, width: int = 0, height: int = 0,
             to left in the upright frame, and its polygon starts at its own text's top-left.
 
     Returns:
-        ``(lines, polygons, paragraphs)``: :func:`lines_of` of the levelled boxes; float32
+        ``(lines, polygons, paragraphs)``: :func:`column_lines` of the levelled boxes; float32
         ``[L, 4, 2]`` each line's rectangle in the turned image's pixels, clockwise from the
         text's top-left; :func:`paragraphs_of` of the upright boxes for each line.
     """
     upright = to_upright(np.asarray(boxes, np.float32).reshape(-1, 4, 2), angle, width, height)
     levelled = level(upright)
-    lines = lines_of(levelled)
+    lines = column_lines(levelled)
     polygons = line_polygons(upright, lines)
     if flipped is not None:
         for number, line in enumerate(lines):
