@@ -5,9 +5,9 @@ Tesseract's PDF renderer and ocrmypdf's hOCR transform, drawn here straight from
 
 Each line is one text object (:func:`_line`): turned the nearest quarter turn to the way its
 words run (the answer's 4 points, the first two along the text, whichever way up), its words
-on one baseline at the line's bottom, the font size the line's height; each word spans its
-box's extent along the line (the horizontal scaling ``Tz`` spreads its characters) and is
-followed by a space. The font is :mod:`ocr_api.formats.glyphless_font` as a Type 0 font
+on one baseline (a tilted line's where it crosses the page's middle), the font size their
+median height; each word spans its box's extent along the line (the horizontal scaling ``Tz``
+spreads its characters) and is followed by a space. The font is :mod:`ocr_api.formats.glyphless_font` as a Type 0 font
 with ``Identity-H`` encoding: each distinct character of the document gets a 2-byte code, the
 ``ToUnicode`` CMap maps every code back to its character (outside the BMP as a UTF-16 pair),
 and the ``CIDToGIDMap`` maps every code to the font's box glyph, which is never painted. So
@@ -17,6 +17,7 @@ every script is extractable, with no font for it.
 from __future__ import annotations
 
 import math
+import statistics
 
 import pikepdf
 from pikepdf import Array, Dictionary, Name
@@ -84,24 +85,30 @@ def text_pdf(pages: list[dict], dpis: list[float]) -> pikepdf.Pdf:
         text_page.Resources = Dictionary(Font=Dictionary({str(FONT_RESOURCE): font}))
         operations = [([], "q"), ([INVISIBLE], "Tr")]
         for line in page_lines:
-            operations += _line(line, codes, scale, page["height"] * scale)
+            operations += _line(line, codes, scale,
+                                (page["width"] * scale, page["height"] * scale))
         operations.append(([], "Q"))
         text_page.Contents = pdf.make_stream(pikepdf.unparse_content_stream(operations))
     return pdf
 
 
 def _line(words: list[tuple[str, list]], codes: dict[str, int], scale: float,
-          page_height: float) -> list[tuple[list, str]]:
+          page_size: tuple[float, float]) -> list[tuple[list, str]]:
     """The text object of one line: ``words`` with points in pixels (y down), ``scale``
-    points per pixel, ``page_height`` in points.
+    points per pixel, ``page_size`` (width, height) in points.
 
     The line runs the nearest quarter turn to its words' baselines (the bottom edges): text
     readers (poppler's above all) break words tilted off the axes into letters and reorder
-    them. In that direction its words share one baseline and one font size, the line's
-    extent across it, as an hOCR line's words do; each word spans its own extent along it,
-    and the gap to the next word holds a space (at least :data:`_MIN_SIZE_PT` wide), so
+    them. In that direction its words share one baseline and one font size, the median of
+    its words' heights, as an hOCR line's words do. A line tilted a few degrees rises along
+    its length by more than its height, so its baseline is where its words' bottom edges,
+    carried along the line's own slope, cross the middle of the page: every line of a tilted
+    page is measured at the same place, and their baselines keep their order and spacing (a
+    table's rows, whose words sit far apart, too). Each word spans its own extent along the
+    line, and the gap to the next word holds a space (at least :data:`_MIN_SIZE_PT` wide), so
     readers copy the words apart however close they are.
     """
+    page_height = page_size[1]
     pdf_points = [[(x * scale, page_height - y * scale) for x, y in points]
                   for _, points in words]
     run_x = sum(q[2][0] - q[3][0] for q in pdf_points)
@@ -109,8 +116,12 @@ def _line(words: list[tuple[str, list]], codes: dict[str, int], scale: float,
     turns = round(math.atan2(run_y, run_x) / (math.pi / 2)) % 4
     cos, sin = ((1, 0), (0, 1), (-1, 0), (0, -1))[turns]
     along = [[x * cos + y * sin for x, y in q] for q in pdf_points]        # the line's frame
-    across = [y * cos - x * sin for q in pdf_points for x, y in q]
-    baseline, size = min(across), max(across) - min(across)
+    across = [[y * cos - x * sin for x, y in q] for q in pdf_points]
+    slope = (run_y * cos - run_x * sin) / max(run_x * cos + run_y * sin, 1e-9)
+    middle = page_size[0] / 2 * cos + page_height / 2 * sin
+    baseline = statistics.median((c[2] + c[3]) / 2 + (middle - (a[2] + a[3]) / 2) * slope
+                                 for a, c in zip(along, across))
+    size = statistics.median((c[0] + c[1] - c[2] - c[3]) / 2 for c in across)
     if size < _MIN_SIZE_PT:
         return []
     advance = size * glyphless_font.ADVANCE / glyphless_font.UNITS_PER_EM

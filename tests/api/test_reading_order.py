@@ -10,6 +10,7 @@ import io
 import pytest
 from ocr_pipeline.text_evaluation import tokens
 
+from tests.helpers import pdftotext
 from tests.image_factory import columns_page, encode, letter_lines, letter_page, table_page
 
 pytestmark = [pytest.mark.django_db, pytest.mark.triton]
@@ -60,3 +61,17 @@ def test_two_columns_come_back_one_after_the_other(api_client, live_triton, seed
     # order's fault).
     answered = response.json()["text"].splitlines()
     assert [tokens(line) for line in answered] == [tokens(line) for line in lines]
+
+
+@pytest.mark.parametrize("seed, tilt", [(54, -4.0), (55, 3.0)])
+def test_a_tilted_tables_searchable_pdf_reads_its_rows(api_client, live_triton, tmp_path, seed,
+                                                       tilt):
+    """pdftotext -layout reads the text layer by baselines: each row's cells on one, the
+    rows in order, though the page's rows rise across it by more than their spacing."""
+    image, words = table_page(seed=seed, skew=tilt)
+    response = api_client.post("/api/ocr?format=pdf", {"image": io.BytesIO(encode(image))},
+                               format="multipart")
+    assert response.status_code == 200, response.content[:500]
+    got = [tokens(line) for line in pdftotext(response.content, tmp_path, "-layout")
+           .splitlines() if line.strip()]
+    assert got == [tokens(" ".join(line)) for line in letter_lines(words)]

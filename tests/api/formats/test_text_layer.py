@@ -117,6 +117,30 @@ def test_a_tilted_line_reads_as_its_words_in_order(tmp_path, degrees):
     assert pdfium.PdfDocument(layer)[0].get_textpage().get_text_range() == " ".join(words)
 
 
+def tilted_cells(cells: list[tuple[str, float]], y: float, height: float, degrees: float
+                 ) -> list:
+    """A table row whose cells (``(text, start along the row)``) rise ``degrees`` to the right
+    from ``(0, y)``, each 0.55 of the height wide per character."""
+    a = math.radians(degrees)
+    along, down = (math.cos(a), -math.sin(a)), (math.sin(a), math.cos(a))
+    return [tilted([text], start * along[0], y + start * along[1], height, degrees)[0]
+            for text, start in cells]
+
+
+@pytest.mark.parametrize("degrees", [-4, 5])
+def test_a_tilted_tables_rows_come_out_of_pdftotext_layout_in_order(tmp_path, degrees):
+    """Rows 45 px apart rise or fall by 80 px across the page: each row's cells still share
+    one baseline, and the rows keep their order (``-layout`` reads by baselines)."""
+    rows = [[("Description", 80), ("Qty", 700), ("Price", 900), ("Amount", 1100)]] + [
+        [(f"Item{k}", 80), (str(k), 700), (f"{k}.50", 900), (f"{3 * k}.00", 1100)]
+        for k in range(1, 6)]
+    lines = [tilted_cells(row, 200 + 45 * number, 30, degrees) for number, row in enumerate(rows)]
+    layer = one_page(lines, width=1400, height=700)
+    got = [line.split() for line in pdftotext(layer, tmp_path, "-layout").splitlines()
+           if line.strip()]
+    assert got == [[text for text, _ in row] for row in rows]
+
+
 def test_close_words_are_copied_apart(tmp_path):
     """Boxes 2 px apart: each word but a line's last is followed by a space."""
     layer = one_page([[("Hello", rectangle(100, 100, 300, 150)),
