@@ -75,3 +75,19 @@ def test_a_tilted_tables_searchable_pdf_reads_its_rows(api_client, live_triton, 
     got = [tokens(line) for line in pdftotext(response.content, tmp_path, "-layout")
            .splitlines() if line.strip()]
     assert got == [tokens(" ".join(line)) for line in letter_lines(words)]
+
+
+def test_a_point_two_word_boxes_both_hold_is_read_once(api_client, live_triton):
+    """refine=false (CRAFT's affinity) parts "189.99" into "189." and ".99" on this table; the
+    point both crops read comes back once (ocr_pipeline.words.without_repeats)."""
+    image, words = table_page(seed=301)
+    response = api_client.post("/api/ocr?refine=false", {"image": io.BytesIO(encode(image))},
+                               format="multipart")
+    assert response.status_code == 200, response.content[:500]
+    lamp = next(line["text"] for line in response.json()["lines"]
+                if line["text"].startswith("Desk"))
+    assert ["189.99", "1709.91"] == [" ".join(line) for line in letter_lines(words)
+                                     if line[0] == "Desk"][0].split()[-2:]
+    assert "189.99" in lamp.replace(" ", "") and lamp.count(".") == 2, lamp
+    words_read = [w["text"] for line in response.json()["lines"] for w in line["words"]]
+    assert sum(w.startswith(".") for w in words_read) == 0

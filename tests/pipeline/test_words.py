@@ -85,3 +85,32 @@ def test_words_part_at_the_widest_inkless_gap_between_them():
     assert one == (4.0, 52.0) and two == (78.0, 148.0)
     [(_, _, one), (_, _, two)] = words.glyph_spans(glyphs, crop, None)
     assert one[1] == 52.0 and two[0] == 76.0
+
+
+def word(text, left, right, top=0.0, bottom=30.0):
+    points = np.array([[left, top], [right, top], [right, bottom], [left, bottom]], np.float32)
+    characters = tuple((points, c, 0.9) for c in text)
+    return words.Word(points, text, 0.9, characters)
+
+
+def test_a_character_read_twice_where_two_boxes_overlap_is_kept_once():
+    # "Desk lamp" | "189." | ".99": the point's ink in both of the last two boxes (3 px).
+    found = [[word("Desk", 0, 60), word("lamp", 75, 140)], [word("189.", 250, 311)],
+             [word(".99", 308, 348)]]
+    texts = ["Desk lamp", "189.", ".99"]
+    kept_texts, kept = words.without_repeats([[0, 1, 2]], texts, found)
+    assert kept_texts == ["Desk lamp", "189.", "99"]
+    assert [w.text for box in kept for w in box] == ["Desk", "lamp", "189.", "99"]
+    assert [c[1] for c in kept[2][0].characters] == ["9", "9"]
+    assert texts == ["Desk lamp", "189.", ".99"]          # the caller's lists are left alone
+
+
+def test_words_apart_or_of_other_characters_keep_theirs():
+    # The same character a word space apart ("ended" "dogs"), and overlapping boxes whose
+    # characters differ ("0." "95").
+    found = [[word("ended", 0, 80)], [word("dogs", 90, 150)], [word("0.", 200, 230)],
+             [word("95", 222, 260)], [word(".", 300, 305)], [word(".", 303, 308)]]
+    texts = ["ended", "dogs", "0.", "95", ".", "."]
+    kept_texts, kept = words.without_repeats([[0, 1], [2, 3], [4, 5]], texts, found)
+    assert kept_texts == ["ended", "dogs", "0.", "95", ".", ""]
+    assert [len(box) for box in kept] == [1, 1, 1, 1, 1, 0]   # a one-character word goes

@@ -225,3 +225,47 @@ def line_words(crop: np.ndarray, box: np.ndarray, reading: Reading,
                        height, box), c.text, c.score) for c in letters)
         words.append(Word(place(tight, height, box), word.text, word.score, placed))
     return words
+
+
+
+def without_repeats(lines: list[list[int]], texts: list[str], found: list[list[Word]]
+                    ) -> tuple[list[str], list[list[Word]]]:
+    """The texts and words with a character read twice where two boxes of a line overlap kept
+    once: CRAFT's affinity (``refine=false``) may part a number at its decimal point into
+    two boxes that both hold the point ("45." and ".00"), and each crop reads it.
+
+    Two neighbouring boxes of a line repeat a character when the first's last word ends with
+    the character the second's first word starts with, and the two words' boxes (fitted to
+    their ink) overlap along the line: two words of a line never share ink, a word space parts
+    them (measured on drawn invoices: the repeated point overlapped by 3 px, a quarter of a
+    digit). The second box then loses it (its text's first character, its first word's first
+    character; a word of that one character goes).
+
+    Args:
+        lines: the boxes' lines in reading order (:func:`ocr_pipeline.reading_order.layout`).
+        texts: each box's text.
+        found: each box's :class:`Word` list (:func:`line_words`).
+
+    Returns:
+        ``(texts, found)``: new lists; boxes without a repeat keep their own.
+    """
+    texts, found = list(texts), [list(words) for words in found]
+    for line in lines:
+        for before, after in zip(line, line[1:]):
+            if not found[before] or not found[after]:
+                continue
+            last, first = found[before][-1], found[after][0]
+            if not last.text or last.text[-1] != first.text[:1] \
+                    or not texts[after].startswith(first.text[0]):
+                continue
+            start, end = first.points[0], first.points[1]
+            direction = (end - start) / max(float(np.hypot(*(end - start))), 1e-6)
+            ours = first.points @ direction
+            theirs = last.points @ direction
+            overlap = min(ours.max(), theirs.max()) - max(ours.min(), theirs.min())
+            if overlap <= 0:
+                continue
+            texts[after] = texts[after][1:].lstrip()
+            shorter = Word(first.points, first.text[1:], first.score, first.characters[1:])
+            found[after] = ([shorter] if shorter.text else []) + found[after][1:]
+    return texts, found

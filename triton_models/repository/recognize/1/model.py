@@ -99,8 +99,9 @@ class TritonPythonModel:
             found = [[_turned_back(word, angle, width, height) for word in box_words]
                      for box_words in found]
             angle = (angle + decision.page) % 360
-        texts = [reading.text for reading in readings]
         lines, polygons, paragraphs = reading_order.layout(boxes, angle, width, height, flipped)
+        texts, found = words.without_repeats(lines, [reading.text for reading in readings],
+                                             found)
         return _response(boxes, scores, angle, texts, [reading.score for reading in readings],
                          reading_order.full_text(texts, lines), lines, polygons, paragraphs,
                          found)
