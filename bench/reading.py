@@ -19,8 +19,9 @@ tables of :data:`TABLE_ITEMS` (items the tests never draw) at :data:`TABLE_SEEDS
 line, its cells left to right, single-digit quantities included;
 :func:`tests.image_factory.columns_page` pages of two columns of :data:`COLUMN_TEXTS` at
 :data:`COLUMN_SEEDS`. Each tilted by :data:`TILTS`. Then OCRmyPDF's ``linn.pdf`` (a real
-1985 scan with a two-column section), its lines against its transcription ``linn.txt``
-(:func:`similar_lines_in_order`: the transcription has its own misreadings). Starts its own
+1985 scan with a two-column section) and ``skew.pdf`` (the same scan tilted), their lines
+against the transcription ``linn.txt`` (:func:`similar_lines_in_order`: the transcription
+has its own misreadings). Starts its own
 embedded Triton (engine cache of the tests), default parameters. Writes
 ``bench/results/reading-<time>.md``.
 """
@@ -65,6 +66,8 @@ COLUMN_TEXTS = ("The ferry to the islands leaves the north pier at eight each mo
                 "forty years. Entry is free; a box by the door takes gifts.")
 #: Seeds of the drawn two-column pages (font, column sizes, line pitches, gutter).
 COLUMN_SEEDS = (220, 221, 222, 223)
+#: The real scans of linn.txt's page (``tests/data/documents``): name -> file.
+SCANS = {"linn.pdf (upright)": "ocrmypdf_linn.pdf", "skew.pdf (tilted ~2.5°)": "ocrmypdf_skew.pdf"}
 #: Least similarity (:class:`difflib.SequenceMatcher` ratio of the tokens) of an answer's line
 #: to a transcription's line for it to count as that line, misreadings on either side aside.
 SIMILAR_LINE = 0.8
@@ -136,11 +139,12 @@ def similar_lines_in_order(text: str, known: list[str]) -> int:
     return _longest_increasing([p for p in positions if p is not None])
 
 
-def scan(client: TritonClient) -> tuple[int, int, int]:
-    """linn.pdf's ``(transcribed lines, served in order, levelled rows in order)``."""
+def scan(client: TritonClient, name: str) -> tuple[int, int, int]:
+    """``(transcribed lines, served in order, levelled rows in order)`` of ``name``, a scan of
+    linn.txt's page in ``tests/data/documents``."""
     known = [line for line in (DATA / "documents" / "ocrmypdf_linn.txt").read_text()
              .splitlines() if line.strip()]
-    result = client.infer((DATA / "documents" / "ocrmypdf_linn.pdf").read_bytes(), {})
+    result = client.infer((DATA / "documents" / name).read_bytes(), {})
     return (len(known), similar_lines_in_order(result.text, known),
             similar_lines_in_order(rows(result), known))
 
@@ -164,17 +168,18 @@ def two_columns(tilt: float):
         yield columns_page(COLUMN_TEXTS, title="Visiting the islands", seed=seed, skew=tilt)
 
 
-def markdown(tables: dict[str, tuple[str, dict]], linn: tuple[int, int, int], when: str
-             ) -> str:
+def markdown(tables: dict[str, tuple[str, dict]], scans: dict[str, tuple[int, int, int]],
+             when: str) -> str:
     lines = ["# Reading order of tilted pages", "", when, ""]
     for kind, (before, table) in tables.items():
         lines += section(kind, before, table)
-    known, served, earlier = linn
-    lines += ["## A real scan: OCRmyPDF's linn.pdf (two columns mid-page)", "",
-              f"Transcribed lines found in order (tokens {SIMILAR_LINE:.0%} alike): served "
-              f"{served}/{known} ({served / known:.2f}); levelled rows, no columns "
-              f"{earlier}/{known} ({earlier / known:.2f}).", ""]
-    return "\n".join(lines)
+    lines += ["## Real scans: OCRmyPDF's linn.pdf, upright and tilted (two columns mid-page)",
+              "", f"Transcribed lines (linn.txt) found in order, tokens {SIMILAR_LINE:.0%} "
+              "alike.", "", "| scan | served | rows (before) |", "| --- | --- | --- |"]
+    for name, (known, served, earlier) in scans.items():
+        lines.append(f"| {name} | {served}/{known} ({served / known:.2f}) | "
+                     f"{earlier}/{known} ({earlier / known:.2f}) |")
+    return "\n".join(lines + [""])
 
 
 def section(kind: str, before: str, table: dict[float, tuple[int, int, int]]) -> list[str]:
@@ -205,10 +210,10 @@ def main(argv: list[str] | None = None) -> int:
                      "Drawn invoice tables (a row is a line)": (
                          "axis-aligned", measure(client, tables, axis_aligned)),
                      "Drawn two-column pages": ("rows", measure(client, two_columns, rows))}
-            linn = scan(client)
+            scans = {name: scan(client, file) for name, file in SCANS.items()}
         finally:
             server.stop()
-    publish(markdown(table, linn, when),
+    publish(markdown(table, scans, when),
             RESULTS / f"reading-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.md")
     return 0
 

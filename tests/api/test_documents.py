@@ -195,10 +195,11 @@ def test_a_born_digital_pdf_is_read_and_keeps_its_own_text_layer(api_client, liv
     assert pdftotext(searchable, tmp_path).split() == pdftotext(data, tmp_path).split()
 
 
-def test_a_scanned_page_reads_its_two_columns(api_client, live_triton):
-    """ocrmypdf's linn.pdf: a 1985 product sheet scanned at 200 dpi (its text: linn.txt)."""
-    body = post(api_client, (DOCUMENTS / "ocrmypdf_linn.pdf").read_bytes(),
-                "application/pdf").json()
+@pytest.mark.parametrize("name", ["ocrmypdf_linn.pdf", "ocrmypdf_skew.pdf"])
+def test_a_scanned_page_reads_its_two_columns(api_client, live_triton, name):
+    """ocrmypdf's linn.pdf: a 1985 product sheet scanned at 200 dpi (its text: linn.txt); its
+    skew.pdf: the same scan tilted about 2.5 degrees."""
+    body = post(api_client, (DOCUMENTS / name).read_bytes(), "application/pdf").json()
     truth = (DOCUMENTS / "ocrmypdf_linn.txt").read_text().split()
     score = score_text(body["text"], truth)
     assert score.f_score >= 0.90, score                    # measured 0.96
