@@ -269,3 +269,16 @@ def test_text_is_a_decode_error():
 def test_pixel_cap_refuses_a_bomb_before_decoding():
     with pytest.raises(imaging.ImageTooLargeError, match="pixels"):
         imaging.decode_image(png_header_only(30000, 30000), max_pixels=40_000_000)
+
+
+def test_small_print_is_found_again_at_a_larger_side():
+    # An A4 page at 300 dpi (2480 x 3508): the default working size is 1280 / 3508 of it.
+    ratio = 1280 / 3508
+    fine = np.full(40, 11 / ratio)                    # 11-pixel boxes at the default size
+    assert imaging.small_print_side(fine, 2480, 3508) == 2080     # 1280 * 18 / 11, to 32
+    assert imaging.small_print_side(np.full(40, 15 / ratio), 2480, 3508) is None
+    assert imaging.small_print_side(fine[:19], 2480, 3508) is None     # a photo's few signs
+    # Never past the image's own size, nor the largest long side a request may ask.
+    assert imaging.small_print_side(np.full(40, 4.0), 1200, 1500) == 1472
+    assert imaging.small_print_side(np.full(40, 2 / ratio), 2480, 3508) == 2560
+    assert imaging.small_print_side(np.full(40, 4.0), 800, 1000) is None   # upscaled already

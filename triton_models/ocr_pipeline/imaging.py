@@ -230,6 +230,41 @@ def resized_size(width: int, height: int, long_side: int | None) -> tuple[int, i
     return max(1, int(width * ratio)), max(1, int(height * ratio)), ratio
 
 
+#: Median box height in the default working image, pixels, under which a page's print is too
+#: small for CRAFT there: a lone digit's region score stays under ``text_threshold`` or its
+#: blob under CRAFT's 10-pixel noise floor (drawn A4 invoices at 300 dpi, the quantity column's
+#: single digits: 27/72 found at a 13-pixel median, 43/72 at 14, 72/72 at 17.5).
+SMALL_PRINT_PX = 15
+#: The median box height the larger working size of small print brings the page to, pixels.
+PRINT_TARGET_PX = 18
+#: Least boxes for a page's print to be measured: a page of text, not a photo's few signs.
+SMALL_PRINT_MIN_BOXES = 20
+
+
+def small_print_side(heights: np.ndarray, width: int, height: int) -> int | None:
+    """The working long side for a page of small print, or None: when at least
+    :data:`SMALL_PRINT_MIN_BOXES` boxes' median height at the default working size
+    (:func:`resized_size` with no ``long_side``) is under :data:`SMALL_PRINT_PX`, the long
+    side that brings it to :data:`PRINT_TARGET_PX`, never past the image's own long side or
+    the largest ``long_side`` a request may ask (``OCR_LONG_SIDE_MAX``), a multiple of 32;
+    None too when that is no larger than the default working size (a small image, upscaled).
+
+    Args:
+        heights: float ``[N]`` the boxes' heights (short sides) in the image's pixels.
+        width, height: the image's size, pixels.
+    """
+    if len(heights) < SMALL_PRINT_MIN_BOXES:
+        return None
+    _, _, ratio = resized_size(width, height, None)
+    median = float(np.median(heights)) * ratio
+    if median >= SMALL_PRINT_PX:
+        return None
+    current = max(width, height) * ratio
+    side = current * PRINT_TARGET_PX / max(median, 1.0)
+    side = int(min(side, max(width, height), LONG_SIDE.bounds()[1])) // 32 * 32
+    return side if side > current else None
+
+
 #: The canvases an image is padded onto: its own size rounded up to 32 (``fit``), or a
 #: ``long_side`` square so that any two requests can share a batch (``square``).
 FIT_CANVAS, SQUARE_CANVAS = "fit", "square"

@@ -68,6 +68,11 @@ class TritonPythonModel:
         route = routing.route(codes)
         read = partial(self._recognizer, parent=request)
         try:
+            # A page of print too small for the default working size is found again larger.
+            side = None if optional_input(request, LONG_SIDE.tensor) is not None else \
+                imaging.small_print_side(reading_order.box_sides(boxes)[1], width, height)
+            if side:
+                boxes, scores = self._detect(request, image, side)
             angle, flipped, known = 0, None, None
             if auto:
                 voted = orientation.vote(image, boxes, read, recognition.CROP_MARGIN)
@@ -76,7 +81,7 @@ class TritonPythonModel:
                     # A turned page: found again on the page turned upright (CRAFT is not
                     # rotation-invariant), read there, and the boxes turned back.
                     upright = np.ascontiguousarray(np.rot90(image, k=angle // 90))
-                    boxes, scores = self._detect(request, upright)
+                    boxes, scores = self._detect(request, upright, side)
                     decision = orientation.decide(upright, boxes, read,
                                                   recognition.CROP_MARGIN)
                     image = upright
@@ -106,16 +111,19 @@ class TritonPythonModel:
                          reading_order.full_text(texts, lines), lines, polygons, paragraphs,
                          found)
 
-    def _detect(self, request, image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _detect(self, request, image: np.ndarray, side: int | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
         """The detection chain again (:func:`ocr_pipeline.detection.detect`: craft, refinenet
         when REFINE, postprocess, through BLS) on ``image`` (uint8 ``[H, W, 3]``), at the
-        request's working size and thresholds, on the canvas preprocess used (its ``CANVAS``).
+        request's working size (or long side ``side``, pixels) and thresholds, on the canvas
+        preprocess used (its ``CANVAS``).
 
         Returns:
             float32 ``[N, 4, 2]`` boxes in ``image``'s pixels, float32 ``[N]`` their scores.
         """
         sent_side = optional_input(request, LONG_SIDE.tensor)
-        side = None if sent_side is None else params.read(LONG_SIDE, sent_side)
+        if side is None and sent_side is not None:
+            side = params.read(LONG_SIDE, sent_side)
         canvas = bytes(optional_input(request, "CANVAS").reshape(-1)[0]).decode()
         prepared = imaging.prepare_pixels(image, side, canvas == imaging.SQUARE_CANVAS)
         sent = {parameter.tensor: optional_input(request, parameter.tensor)
