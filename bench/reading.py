@@ -67,7 +67,8 @@ COLUMN_TEXTS = ("The ferry to the islands leaves the north pier at eight each mo
 #: Seeds of the drawn two-column pages (font, column sizes, line pitches, gutter).
 COLUMN_SEEDS = (220, 221, 222, 223)
 #: The real scans of linn.txt's page (``tests/data/documents``): name -> file.
-SCANS = {"linn.pdf (upright)": "ocrmypdf_linn.pdf", "skew.pdf (tilted ~2.5°)": "ocrmypdf_skew.pdf"}
+SCANS = {"linn.pdf (upright)": "ocrmypdf_linn.pdf",
+         "skew.pdf (tilted ~2.5°)": "ocrmypdf_skew.pdf"}
 #: Least similarity (:class:`difflib.SequenceMatcher` ratio of the tokens) of an answer's line
 #: to a transcription's line for it to count as that line, misreadings on either side aside.
 SIMILAR_LINE = 0.8

@@ -7,8 +7,9 @@ Each line is one text object (:func:`_line`): turned the nearest quarter turn to
 words run (the answer's 4 points, the first two along the text, whichever way up), its words
 on one baseline (a tilted line's where it crosses the page's middle), the font size their
 median height; each word spans its box's extent along the line (the horizontal scaling ``Tz``
-spreads its characters) and is followed by a space. The font is :mod:`ocr_api.formats.glyphless_font` as a Type 0 font
-with ``Identity-H`` encoding: each distinct character of the document gets a 2-byte code, the
+spreads its characters) and is followed by a space. The font is
+:mod:`ocr_api.formats.glyphless_font` as a Type 0 font with ``Identity-H`` encoding: each
+distinct character of the document gets a 2-byte code, the
 ``ToUnicode`` CMap maps every code back to its character (outside the BMP as a UTF-16 pair),
 and the ``CIDToGIDMap`` maps every code to the font's box glyph, which is never painted. So
 every script is extractable, with no font for it.
@@ -102,11 +103,11 @@ def _line(words: list[tuple[str, list]], codes: dict[str, int], scale: float,
     them. In that direction its words share one baseline and one font size, the median of
     its words' heights, as an hOCR line's words do. A line tilted a few degrees rises along
     its length by more than its height, so its baseline is where its words' bottom edges,
-    carried along the line's own slope, cross the middle of the page: every line of a tilted
-    page is measured at the same place, and their baselines keep their order and spacing (a
-    table's rows, whose words sit far apart, too). Each word spans its own extent along the
-    line, and the gap to the next word holds a space (at least :data:`_MIN_SIZE_PT` wide), so
-    readers copy the words apart however close they are.
+    carried along the line's own slope, cross the middle of the page (or the line's nearer
+    end): every line of a tilted page is measured at the same place, and their baselines keep
+    their order and spacing (a table's rows, whose words sit far apart, too). Each word
+    spans its own extent along the line, and the gap to the next word holds a space (at least
+    :data:`_MIN_SIZE_PT` wide), so readers copy the words apart however close they are.
     """
     page_height = page_size[1]
     pdf_points = [[(x * scale, page_height - y * scale) for x, y in points]
@@ -118,7 +119,10 @@ def _line(words: list[tuple[str, list]], codes: dict[str, int], scale: float,
     along = [[x * cos + y * sin for x, y in q] for q in pdf_points]        # the line's frame
     across = [[y * cos - x * sin for x, y in q] for q in pdf_points]
     slope = (run_y * cos - run_x * sin) / max(run_x * cos + run_y * sin, 1e-9)
-    middle = page_size[0] / 2 * cos + page_height / 2 * sin
+    # The page's middle, or the line's nearer end when it lies to one side of it: a short
+    # line, or a steep one, is not carried far off its own words.
+    middle = min(max(page_size[0] / 2 * cos + page_height / 2 * sin,
+                     min(min(a) for a in along)), max(max(a) for a in along))
     baseline = statistics.median((c[2] + c[3]) / 2 + (middle - (a[2] + a[3]) / 2) * slope
                                  for a, c in zip(along, across))
     size = statistics.median((c[0] + c[1] - c[2] - c[3]) / 2 for c in across)

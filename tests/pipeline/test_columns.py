@@ -108,3 +108,23 @@ def test_a_drawn_two_column_pages_word_boxes_are_read_in_its_columns():
         texts = [text for text, _ in words]
         got = reading_order.full_text(texts, read(reading_order.level(boxes)))
         assert got.splitlines() == [" ".join(line) for line in letter_lines(words)]
+
+
+def test_text_set_with_wide_spaces_has_no_gutter():
+    # Ten words a line, two box heights apart, each line starting 7 words further on: here
+    # and there the spaces of six lines or more line up, as wide as any other space.
+    vocabulary = ("Reduce your risk of infection clean hands with soap and water cover nose "
+                  "mouth when coughing avoid close contact cook meat eggs thoroughly").split()
+    boxes = []
+    for row in range(32):
+        x, top = 24, 24 + 44 * row
+        for i in range(10):
+            length = 11 * len(vocabulary[(row * 7 + i) % len(vocabulary)])
+            boxes.append(box(x, top, x + length, top + 26))
+            x += length + 44
+    assert read(boxes) == [list(range(10 * row, 10 * row + 10)) for row in range(32)]
+
+
+def test_a_right_column_that_starts_higher_is_read_whole_after_the_left():
+    left, right = column(10, 400, 300, 4), column(430, 820, 100, 10)
+    assert read(left + right) == [[i] for i in range(14)]

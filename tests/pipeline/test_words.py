@@ -114,3 +114,12 @@ def test_words_apart_or_of_other_characters_keep_theirs():
     kept_texts, kept = words.without_repeats([[0, 1], [2, 3], [4, 5]], texts, found)
     assert kept_texts == ["ended", "dogs", "0.", "95", ".", ""]
     assert [len(box) for box in kept] == [1, 1, 1, 1, 1, 0]   # a one-character word goes
+
+
+def test_letters_that_only_touch_or_sit_on_other_rows_are_not_repeats():
+    # "com" | "mittee": the two m's touch by a pixel (their characters are 20 px wide); two
+    # "1" boxes of one line, one set a line lower, overlap along it but not across.
+    found = [[word("com", 0, 60)], [word("mittee", 59, 179)],
+             [word("1", 300, 310)], [word("1", 305, 315, top=40, bottom=70)]]
+    texts = ["com", "mittee", "1", "1"]
+    assert words.without_repeats([[0, 1], [2, 3]], texts, found)[0] == texts

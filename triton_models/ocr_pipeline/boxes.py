@@ -30,7 +30,7 @@ import numpy as np
 
 from .orientation import AXIS_RATIO
 from .params import SCORE_MAP_STRIDE
-from .columns import GUTTER, crossing_boxes
+from .columns import crossing_boxes, least_gutter
 from .reading_order import box_sides, level_turn, lines_of, turned
 
 #: Components smaller than this many score-map pixels are noise (CRAFT-pytorch's constant).
@@ -165,7 +165,7 @@ def across_gutters(pieces: list, text_mask: np.ndarray, horizontal: bool
     a vertical page's turned a quarter first), and the columns' gutters found on them
     (:func:`ocr_pipeline.columns.crossing_boxes`). A box across a gutter is cut there only
     when its characters (region score above ``low_text``) leave the gutter's width
-    (:data:`~ocr_pipeline.columns.GUTTER` median box heights) white about the cut: two
+    (:func:`~ocr_pipeline.columns.least_gutter`) white about the cut: two
     lines joined by their link score, not a title across both columns.
 
     Args:
@@ -183,8 +183,7 @@ def across_gutters(pieces: list, text_mask: np.ndarray, horizontal: bool
         frame = frame[..., ::-1]            # a vertical page's lines, laid horizontal
     turn = level_turn(frame)
     levelled = turned(frame, turn)
-    least = GUTTER * float(np.median(levelled[:, :, 1].max(axis=1)
-                                     - levelled[:, :, 1].min(axis=1)))
+    least = least_gutter(levelled)
 
     def along(index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """A box's pixels: rows, columns, levelled position along the text, character or not."""

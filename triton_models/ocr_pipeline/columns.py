@@ -8,8 +8,8 @@ runs through are a **run**. A run's sides are read as columns only when both are
 (:func:`is_prose`): at least :data:`MIN_COLUMN_LINES` lines each, as wide as
 :data:`PROSE_WIDTH` box heights and covered by their boxes for :data:`PROSE_COVER` of that
 width. A table's number columns are neither (a quantity or an amount is a short cell far
-from the next), so a table keeps its rows, left to right; a label beside its value is not
-wide enough. This is the column test of layout analysis done on the detector's boxes alone
+from the next), so a table keeps its rows, left to right; a short label beside its value is
+not wide enough (a form of long labels and long values is read as two columns). This is the column test of layout analysis done on the detector's boxes alone
 (a whitespace cut, as in Nagy and Seth's X-Y cut and Breuel's whitespace cover, limited to
 cuts whose two sides are running text).
 """
@@ -27,6 +27,9 @@ GUTTER = 0.7
 #: when it stands below the other column on one side only: further off, it is a heading or
 #: footer below the columns.
 TAIL_GAP = 0.5
+#: Least ratio of a gutter's width to the median white between the boxes of a line on its
+#: sides (other gutters aside), when they have several: text set with wide spaces has none.
+GUTTER_SPACES = 2.0
 #: Least lines on each side of a gutter for the sides to be columns.
 MIN_COLUMN_LINES = 3
 #: Least median width of a side's lines, in box heights, for it to be prose (a column of
@@ -57,10 +60,11 @@ def column_runs(boxes: np.ndarray, lines: list[list[int]],
     heights of white inside the run's extent) stays clear through all its lines, and ends at
     the first line that closes every one. With ``cuttable``, a line whose only boxes across a
     gutter are cuttable there (two columns' lines the link refiner joined) keeps it open. The
-    run's widest gutter whose sides are both prose (:func:`is_prose`) splits it; lines at the
-    run's top that lie wholly right of the gutter are left out of it (text above the left
-    column, such as a date set right, comes first), and so are lines below the columns
-    (:func:`_tail`).
+    run's widest gutter whose sides are both prose (:func:`is_prose`) and that is at least
+    :data:`GUTTER_SPACES` times as wide as the white between the boxes of their lines splits
+    it; fewer than :data:`MIN_COLUMN_LINES` lines at the run's top that lie wholly right of the
+    gutter are left out of it (text above the left column, such as a date set right, comes
+    first), and so are lines below the columns (:func:`_tail`).
 
     Args:
         boxes: float32 ``[N, 4, 2]`` corners (x, y) of level text, pixels (y down).
@@ -77,7 +81,7 @@ def column_runs(boxes: np.ndarray, lines: list[list[int]],
     lefts, rights = boxes[:, :, 0].min(axis=1), boxes[:, :, 0].max(axis=1)
     tops, bottoms = boxes[:, :, 1].min(axis=1), boxes[:, :, 1].max(axis=1)
     extents = lefts, rights, tops, bottoms, bottoms - tops
-    least = GUTTER * float(np.median(bottoms - tops))
+    least = least_gutter(boxes)
     spans = [_occupied(lefts[line], rights[line]) for line in lines]
     runs, first, free, crossing = [], 0, _free(spans[0]), set()
     for number in range(1, len(lines) + 1):
@@ -98,10 +102,19 @@ def column_runs(boxes: np.ndarray, lines: list[list[int]],
         if run is not None:
             cut = run[2]
             across = [i for i in crossing if lefts[i] < cut < rights[i]]
-            runs.append(Run(first + run[0], first + run[1], cut, sorted(across)))
+            start = _higher(lines, first + run[0], runs[-1].end if runs else 0, lefts, rights,
+                            cut)
+            runs.append(Run(start, first + run[1], cut, sorted(across)))
         if number < len(lines):
             first, free, crossing = number, _free(spans[number]), set()
     return runs
+
+
+def least_gutter(boxes: np.ndarray) -> float:
+    """The narrowest gutter, pixels: :data:`GUTTER` times the median height of the level
+    boxes (float ``[N, 4, 2]``, N > 0)."""
+    boxes = np.asarray(boxes, dtype=np.float32).reshape(-1, 4, 2)
+    return GUTTER * float(np.median(boxes[:, :, 1].max(axis=1) - boxes[:, :, 1].min(axis=1)))
 
 
 def crossing_boxes(boxes: np.ndarray, lines: list[list[int]],
@@ -130,7 +143,8 @@ def crossing_boxes(boxes: np.ndarray, lines: list[list[int]],
     found: dict[int, float] = {}
     for run in column_runs(boxes, lines, cuttable):
         for index in run.crossing:
-            found.setdefault(index, run.cut)
+            if cuttable(index, run.cut):        # asked before at the gutter as it then was
+                found.setdefault(index, run.cut)
         for numbers in (range(run.first - 1, -1, -1), range(run.end, len(lines))):
             for number in numbers:                                  # up, then down
                 across = [i for i in lines[number] if lefts[i] < run.cut < rights[i]]
@@ -163,11 +177,14 @@ def _split(lines, free, least, extents) -> tuple[int, int, float] | None:
     spans = [_occupied(lefts[line], rights[line]) for line in lines if line]
     extent = (min(s[0][0] for s in spans), max(s[-1][1] for s in spans))
     height = float(np.median(heights))
-    for left, right in sorted(_gutters(free, extent, least), key=lambda g: g[0] - g[1]):
+    gutters = _gutters(free, extent, least)
+    for left, right in sorted(gutters, key=lambda g: g[0] - g[1]):
         cut = (left + right) / 2
         first, end = 0, len(lines)
         while first < end and lines[first] and lefts[lines[first]].min() >= cut:
             first += 1
+        if first >= MIN_COLUMN_LINES:       # the right column starts higher: it is no aside
+            first = 0
         while end - first > 1 and _tail(lines[first:end], lefts, tops, bottoms, cut, height):
             end -= 1
         sides = [[], []], [[], []]          # per side: spans per line, box heights
@@ -176,9 +193,25 @@ def _split(lines, free, least, extents) -> tuple[int, int, float] | None:
                 if members:
                     side[0].append(_occupied(lefts[members], rights[members]))
                     side[1].extend(heights[members])
+        spaces = [b[0] - a[1] for side, _ in sides for line in side
+                  for a, b in zip(line, line[1:])   # not another gutter (a third column)
+                  if not any(a[1] < high and low < b[0] for low, high in gutters)]
+        if spaces and right - left < GUTTER_SPACES * float(np.median(spaces)):
+            continue                        # as wide as the text's own spaces: no gutter
         if all(is_prose(spans, np.array(sizes)) for spans, sizes in sides):
             return first, end, cut
     return None
+
+
+def _higher(lines, first, floor, lefts, rights, cut) -> int:
+    """The run's first line, taken up over the lines above it (down to ``floor``) that keep
+    clear of its cut, when at least :data:`MIN_COLUMN_LINES` of them lie right of it: a right
+    column that starts higher than the left one (one or two lines there stay before it)."""
+    start = first
+    while start > floor and not any(lefts[i] < cut < rights[i] for i in lines[start - 1]):
+        start -= 1
+    right_only = sum(all(lefts[i] >= cut for i in line) for line in lines[start:first])
+    return start if right_only >= MIN_COLUMN_LINES else first
 
 
 def _tail(lines, lefts, tops, bottoms, cut, height) -> bool:

@@ -228,6 +228,18 @@ def line_words(crop: np.ndarray, box: np.ndarray, reading: Reading,
 
 
 
+#: Least overlap along the line of two neighbouring boxes' words, in characters of the second
+#: (its length over its characters), for the character both end and start with to be one
+#: read twice: the repeated point of drawn invoices overlapped by a quarter of a digit; two
+#: letters that merely touch across a box's edge overlap by none.
+REPEAT_OVERLAP = 0.15
+
+
+def _overlap(first: np.ndarray, second: np.ndarray) -> float:
+    """How far two sets of positions' ranges overlap (negative: the gap between them)."""
+    return float(min(first.max(), second.max()) - max(first.min(), second.min()))
+
+
 def without_repeats(lines: list[list[int]], texts: list[str], found: list[list[Word]]
                     ) -> tuple[list[str], list[list[Word]]]:
     """The texts and words with a character read twice where two boxes of a line overlap kept
@@ -236,10 +248,10 @@ def without_repeats(lines: list[list[int]], texts: list[str], found: list[list[W
 
     Two neighbouring boxes of a line repeat a character when the first's last word ends with
     the character the second's first word starts with, and the two words' boxes (fitted to
-    their ink) overlap along the line: two words of a line never share ink, a word space parts
-    them (measured on drawn invoices: the repeated point overlapped by 3 px, a quarter of a
-    digit). The second box then loses it (its text's first character, its first word's first
-    character; a word of that one character goes).
+    their ink) overlap along the line by :data:`REPEAT_OVERLAP` of a character or more, and
+    across it by half the lower one's height: two words of a line never share ink, a word
+    space parts them. The second box then loses it (its text's first character, its first
+    word's first character; a word of that one character goes).
 
     Args:
         lines: the boxes' lines in reading order (:func:`ocr_pipeline.reading_order.layout`).
@@ -260,10 +272,11 @@ def without_repeats(lines: list[list[int]], texts: list[str], found: list[list[W
                 continue
             start, end = first.points[0], first.points[1]
             direction = (end - start) / max(float(np.hypot(*(end - start))), 1e-6)
-            ours = first.points @ direction
-            theirs = last.points @ direction
-            overlap = min(ours.max(), theirs.max()) - max(ours.min(), theirs.min())
-            if overlap <= 0:
+            normal = np.array([-direction[1], direction[0]])
+            if _overlap(first.points @ direction, last.points @ direction) \
+                    < REPEAT_OVERLAP * float(np.ptp(first.points @ direction)) / len(first.text) \
+                    or _overlap(first.points @ normal, last.points @ normal) \
+                    < 0.5 * min(np.ptp(first.points @ normal), np.ptp(last.points @ normal)):
                 continue
             texts[after] = texts[after][1:].lstrip()
             shorter = Word(first.points, first.text[1:], first.score, first.characters[1:])

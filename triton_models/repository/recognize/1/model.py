@@ -68,11 +68,10 @@ class TritonPythonModel:
         route = routing.route(codes)
         read = partial(self._recognizer, parent=request)
         try:
-            # A page of print too small for the default working size is found again larger.
+            # A page of print too small for the default working size is found again larger:
+            # once, upright (a turned page is found again anyway).
             side = None if optional_input(request, LONG_SIDE.tensor) is not None else \
                 imaging.small_print_side(reading_order.box_sides(boxes)[1], width, height)
-            if side:
-                boxes, scores = self._detect(request, image, side)
             angle, flipped, known = 0, None, None
             if auto:
                 voted = orientation.vote(image, boxes, read, recognition.CROP_MARGIN)
@@ -86,8 +85,10 @@ class TritonPythonModel:
                                                   recognition.CROP_MARGIN)
                     image = upright
                 else:
-                    decision = orientation.decide(image, boxes, read,
-                                                  recognition.CROP_MARGIN, voted)
+                    if side:
+                        boxes, scores = self._detect(request, image, side)
+                    decision = orientation.decide(image, boxes, read, recognition.CROP_MARGIN,
+                                                  None if side else voted)
                 known = decision.readings
                 # A line upside down on the page read; a turned page's second vote is 0 unless
                 # the first took 90 for 270 or the reverse (then 180: the page's angle is that).
@@ -95,6 +96,8 @@ class TritonPythonModel:
                 boxes = np.stack([orientation.oriented(box, a)
                                   for box, a in zip(boxes, decision.angles)]) \
                     if len(boxes) else boxes.reshape(0, 4, 2)
+            elif side:
+                boxes, scores = self._detect(request, image, side)
             readings = self._read(request, image, boxes, route, known) if len(boxes) else []
         except pb_utils.TritonModelException as exc:
             return pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc)))
