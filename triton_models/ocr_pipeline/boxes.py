@@ -23,6 +23,7 @@ which gives the same pixels in O(component area) instead of O(image area) per co
 
 from __future__ import annotations
 
+import functools
 import math
 
 import cv2
@@ -185,6 +186,7 @@ def across_gutters(pieces: list, text_mask: np.ndarray, horizontal: bool
     levelled = turned(frame, turn)
     least = least_gutter(levelled)
 
+    @functools.cache                        # asked again per gutter and at the run's cut
     def along(index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """A box's pixels: rows, columns, levelled position along the text, character or not."""
         x, y, mask = pieces[index][:3]

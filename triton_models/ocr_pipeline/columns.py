@@ -84,10 +84,10 @@ def column_runs(boxes: np.ndarray, lines: list[list[int]],
     least = least_gutter(boxes)
     spans = [_occupied(lefts[line], rights[line]) for line in lines]
     runs, first, free, crossing = [], 0, _free(spans[0]), set()
+    extent = (spans[0][0][0], spans[0][-1][1])
     for number in range(1, len(lines) + 1):
         if number < len(lines):
-            extent = (min(s[0][0] for s in spans[first:number + 1]),
-                      max(s[-1][1] for s in spans[first:number + 1]))
+            extent = (min(extent[0], spans[number][0][0]), max(extent[1], spans[number][-1][1]))
             kept = _intersection(free, _free(spans[number]))
             if _gutters(kept, extent, least):
                 free = kept
@@ -107,6 +107,7 @@ def column_runs(boxes: np.ndarray, lines: list[list[int]],
             runs.append(Run(start, first + run[1], cut, sorted(across)))
         if number < len(lines):
             first, free, crossing = number, _free(spans[number]), set()
+            extent = (spans[number][0][0], spans[number][-1][1])
     return runs
 
 
