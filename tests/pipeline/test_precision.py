@@ -138,3 +138,13 @@ def test_auto_times_the_candidates_once_and_keeps_the_decision(tmp_path):
     assert [choice["precision"] for choice in stored.values()] == [chosen.precision]
     again, again_reason = precision.choose_precision(CRAFT, options, sample)   # not measured
     assert (again.precision, again_reason) == (chosen.precision, reason)
+
+
+def test_each_precision_compiles_into_a_cache_folder_of_its_own(tmp_path):
+    """OpenVINO's CPU plugin names a cached blob without the inference precision: in one
+    folder, BF16 compiled after FP32 loaded FP32's blob and misread the validation crops."""
+    options = engines.EngineOptions(cache_dir=str(tmp_path))
+    for precision in ("fp32", "int8"):
+        engines.OpenVinoEngine(CRAFT, options, precision)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fp32", "int8"]
+    assert all(len(list((tmp_path / p).glob("*.blob"))) == 1 for p in ("fp32", "int8"))

@@ -18,9 +18,9 @@ calibrated on the test images lost a small word of an image it had not seen). So
 3. else FP32. Without a validation set no reduced precision is kept.
 
 The decision, its times and agreement figures are stored in the compiled-model cache
-directory (``precision-choices.json``), keyed by the model file, the CPU, the OpenVINO
-version, the threads, the warm-up shapes, the candidates and the validation set, so each is
-measured once per machine. A precision forced by configuration is checked the same way and
+directory (``precision-choices.json``), keyed by :data:`DECISION_VERSION`, the model file,
+the CPU, the OpenVINO version, the threads, the warm-up shapes, the candidates and the
+validation set, so each is measured once per machine. A precision forced by configuration is checked the same way and
 its verdict reported (:func:`forced_verdict`).
 """
 
@@ -48,6 +48,11 @@ logger = logging.getLogger(__name__)
 AUTO_MARGIN = 0.05
 #: Timed runs per candidate precision (after one untimed run); the median counts.
 AUTO_RUNS = 3
+#: Part of every stored decision's key: raised when the way candidates are compiled or checked
+#: changes, so that decisions made the old way are made again. 2: a compiled-model cache folder
+#: per precision (:func:`ocr_pipeline.engines._core`); before it, BF16 compiled after FP32 ran
+#: FP32's cached blob and was refused for answers it does not give.
+DECISION_VERSION = 2
 
 
 def decide(times_ms: dict[str, float],
@@ -147,8 +152,8 @@ def choose_precision(onnx_path: str, options: EngineOptions,
         return (compile_in("fp32"),
                 "auto: fp32, the only precision offered" if len(candidates) == 1
                 else "auto: fp32, no warm-up input to measure on")
-    key = "|".join([sha256_of(Path(onnx_path))[:16], _cpu_identity(), ov.__version__,
-                    str(options.threads), options.performance_hint,
+    key = "|".join([f"v{DECISION_VERSION}", sha256_of(Path(onnx_path))[:16], _cpu_identity(),
+                    ov.__version__, str(options.threads), options.performance_hint,
                     ",".join(f"{name}{list(array.shape)}" for name, array in sorted(sample.items())),
                     ",".join(candidates), validator.fingerprint if validator else "-"])
     cached = _load_choices(options.cache_dir).get(key)
@@ -171,8 +176,9 @@ def forced_verdict(onnx_path: str, engine: Engine, options: EngineOptions,
         return f"forced {engine.precision}: not checked against FP32 (no validation set)"
     import openvino as ov
 
-    key = "|".join(["forced", engine.precision, sha256_of(Path(onnx_path))[:16], _cpu_identity(),
-                    ov.__version__, validator.fingerprint])
+    key = "|".join(["forced", f"v{DECISION_VERSION}", engine.precision,
+                    sha256_of(Path(onnx_path))[:16], _cpu_identity(), ov.__version__,
+                    validator.fingerprint])
     cached = _load_choices(options.cache_dir).get(key)
     if cached is None:
         verdict = validator(engine)
