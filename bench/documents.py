@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         (args.out / f"documents-opening-{stamp}.md").write_text(table)
         return 0
     with Stack(args.out, log_prefix=f"documents-{stamp}-", repository=model_repository(),
-               cache_bytes=0, engine_cache=engine_cache_dir(), triton_start_timeout_s=300,
+               cache_bytes=0, engine_cache=engine_cache_dir(), triton_start_timeout_s=900,
                gateway=False, proxy=False) as stack:
         rows = page_costs(stack.embedded_triton, samples)
     table = markdown(machine, opening, rows, isolation)

@@ -73,9 +73,9 @@ def test_killed_triton_gives_503_then_recovers_in_the_same_process(api_client,
 
 
 def test_deadline_gives_504(api_client, gateway, settings):
-    # The request reaches Triton and is being computed when the gateway's deadline passes:
-    # detection at 640 takes 0.7 s in FP32 on an AMD EPYC, a few hundred ms in a reduced
-    # precision on a Xeon with AMX, never 50 ms on 2 cores.
+    # The gateway's deadline passes before Triton can answer: detection at 640 takes 0.7 s in
+    # FP32 on an AMD EPYC, a few hundred ms in a reduced precision on a Xeon with AMX, never
+    # 50 ms on 2 cores.
     settings.TRITON_TIMEOUT_S = 0.05
     response = ocr(api_client)
     assert response.status_code == 504

@@ -173,3 +173,29 @@ def test_each_precision_compiles_into_a_cache_folder_of_its_own(tmp_path):
         engines.OpenVinoEngine(CRAFT, options, precision)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fp32", "int8"]
     assert all(len(list((tmp_path / p).glob("*.blob"))) == 1 for p in ("fp32", "int8"))
+    # FP32 and BF16 read the same ONNX file; their cores cache apart (any CPU can tell).
+    assert engines._core(options, "bf16").get_property("CACHE_DIR") == str(tmp_path / "bf16")
+
+
+def test_a_models_config_names_its_partner_and_its_own_fp32_reference(tmp_path, monkeypatch):
+    """``validator_for`` as the craft model's config asks: the link refiner (FP32) links the
+    candidate's maps, and CRAFT's own ONNX file in FP32 gives the boxes to agree with."""
+    source = validation.ValidationSet(validation.DEFAULT_FOLDER)
+    name = "rapidocr_latin.jpg"                                  # one line: a quick check
+    shutil.copy(source.folder / name, tmp_path / name)
+    key = f"reference_{validation.VALIDATION_LONG_SIDE}.json"
+    (tmp_path / key).write_text(json.dumps({name: source.reference[name]}))
+    monkeypatch.setenv(validation.ENVIRONMENT, str(tmp_path))
+    compiled = []
+
+    def fp32(path):
+        compiled.append(Path(path).parent.parent.name)
+        return engines.OpenVinoEngine(str(path), engines.EngineOptions(), "fp32")
+    craft_dir = REPOSITORY / "craft"
+    validator = validation.validator_for(
+        {"validation": "detector", "validation_partner": "refinenet"}, craft_dir,
+        craft_dir / "1", fp32)
+    assert compiled == []                                       # nothing before a check
+    verdict = validator(engines.OpenVinoEngine(CRAFT, engines.EngineOptions(), "fp32"))
+    assert verdict.detail == f"boxes F 1.000 on {name} (worst of 1 images)"
+    assert sorted(compiled) == ["craft", "refinenet"]

@@ -302,6 +302,7 @@ def validator_for(parameters: dict[str, str], model_dir: Path, version_dir: Path
         ValueError: an unknown role.
     """
     role = parameters.get("validation", "")
+    own_onnx = version_dir / parameters.get("onnx_file", "model.onnx")
     if not role:
         return None
     if role not in ROLES:
@@ -310,12 +311,12 @@ def validator_for(parameters: dict[str, str], model_dir: Path, version_dir: Path
     if found is None:
         return None
     if role == "recognizer":
-        reference = Lazy(lambda: fp32(version_dir / "model.onnx"))
+        reference = Lazy(lambda: fp32(own_onnx))
         classes = recognition.load_dictionary(version_dir / "dict.txt")
         return recognizer_validator(found, reference, classes)
     partner_path = latest_version(model_dir.parent / parameters["validation_partner"])
     partner = Lazy(lambda: fp32(partner_path))
-    reference = Lazy(lambda: fp32(version_dir / "model.onnx"))
+    reference = Lazy(lambda: fp32(own_onnx))
     if role == "detector":
         return detector_validator(found, partner, reference)
     return link_refiner_validator(found, partner, reference)
