@@ -9,6 +9,7 @@ run, one of which loses the small words, against the real validation set.
 
 import json
 import shutil
+import types
 from pathlib import Path
 
 import numpy as np
@@ -199,3 +200,26 @@ def test_a_models_config_names_its_partner_and_its_own_fp32_reference(tmp_path, 
     verdict = validator(engines.OpenVinoEngine(CRAFT, engines.EngineOptions(), "fp32"))
     assert verdict.detail == f"boxes F 1.000 on {name} (worst of 1 images)"
     assert sorted(compiled) == ["craft", "refinenet"]
+
+
+def test_an_int8_model_made_again_is_decided_again(tmp_path, monkeypatch):
+    measured = []
+
+    def median_ms(engine, sample):
+        measured.append(engine.precision)
+        return {"fp32": 100.0, "int8": 99.0}[engine.precision]   # within the margin
+    monkeypatch.setattr(precision, "_median_ms", median_ms)
+    options = engines.EngineOptions(cache_dir=str(tmp_path))
+    sample = {"image": np.zeros((1, 64, 64, 3), np.uint8)}
+
+    def choose():
+        return precision.choose_precision(
+            CRAFT, options, sample, capabilities=["FP32", "INT8"],
+            compile_in=lambda name: types.SimpleNamespace(precision=name))
+    assert choose()[1] == "auto: int8 99 ms, fp32 100 ms per warm-up input -> fp32"
+    choose()                                                     # stored: not measured again
+    assert measured == ["fp32", "int8"]
+    monkeypatch.setattr(precision, "read_int8_record",
+                        lambda path: {"recipe": "craft-backbone-int8-3", "bin": "0" * 64})
+    choose()
+    assert measured == ["fp32", "int8"] * 2

@@ -19,8 +19,8 @@ calibrated on the test images lost a small word of an image it had not seen). So
 
 The decision, its times and agreement figures are stored in the compiled-model cache
 directory (``precision-choices.json``), keyed by :data:`DECISION_VERSION`, the model file,
-the CPU, the OpenVINO version, the threads, the warm-up shapes, the candidates and the
-validation set, so each is measured once per machine. A precision forced by configuration is
+the CPU, the OpenVINO version, the threads, the warm-up shapes, the candidates, the INT8
+model's recipe and weights and the validation set, so each is measured once per machine. A precision forced by configuration is
 checked the same way and its verdict reported (:func:`forced_verdict`).
 """
 
@@ -38,7 +38,7 @@ import numpy as np
 
 from .engines import (Engine, EngineOptions, OnnxRuntimeEngine, OpenVinoEngine,
                       openvino_precisions)
-from .int8 import RECIPE_VERSIONS, network_of
+from .int8 import RECIPE_VERSIONS, network_of, read_int8_record
 from .validation import Agreement, Validator
 from .weights import sha256_of
 
@@ -156,7 +156,8 @@ def choose_precision(onnx_path: str, options: EngineOptions,
     key = "|".join([f"v{DECISION_VERSION}", sha256_of(Path(onnx_path))[:16], _cpu_identity(),
                     ov.__version__, str(options.threads), options.performance_hint,
                     ",".join(f"{name}{list(array.shape)}" for name, array in sorted(sample.items())),
-                    ",".join(candidates), validator.fingerprint if validator else "-"])
+                    ",".join(candidates), _int8_identity(onnx_path, candidates),
+                    validator.fingerprint if validator else "-"])
     cached = _load_choices(options.cache_dir).get(key)
     if cached is not None:
         return compile_in(cached["precision"]), cached["reason"]
@@ -191,6 +192,15 @@ def forced_verdict(onnx_path: str, engine: Engine, options: EngineOptions,
     if "NOT at parity" in cached["reason"]:
         logger.warning("%s: %s", onnx_path, cached["reason"])
     return cached["reason"]
+
+
+def _int8_identity(onnx_path: str, candidates: list[str]) -> str:
+    """The INT8 candidate's recipe and weights (a model quantised again, by a new recipe or on
+    new calibration images, is a new candidate: its decision is made again); "-" without one."""
+    record = read_int8_record(onnx_path) if "int8" in candidates else None
+    if not record:
+        return "-"
+    return f"{record.get('recipe', '?')}:{record.get('bin', '?')[:16]}"
 
 
 def _median_ms(engine: Engine, sample: dict[str, np.ndarray]) -> float:
