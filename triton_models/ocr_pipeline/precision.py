@@ -20,8 +20,9 @@ calibrated on the test images lost a small word of an image it had not seen). So
 The decision, its times and agreement figures are stored in the compiled-model cache
 directory (``precision-choices.json``), keyed by :data:`DECISION_VERSION`, the model file,
 the CPU, the OpenVINO version, the threads, the warm-up shapes, the candidates, the INT8
-model's recipe and weights and the validation set, so each is measured once per machine. A precision forced by configuration is
-checked the same way and its verdict reported (:func:`forced_verdict`).
+model's recipe and weights and the validation set, so each is measured once per machine. A
+precision forced by configuration is checked the same way and its verdict reported
+(:func:`forced_verdict`).
 """
 
 from __future__ import annotations
