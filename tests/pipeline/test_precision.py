@@ -93,17 +93,24 @@ class Candidate:
         return {**out, "y": y}
 
 
-@pytest.fixture(scope="module")
-def small_validation(tmp_path_factory):
-    """The real validation set cut to its two smallest images (to keep the test quick)."""
+def validation_subset(folder: Path, pick) -> Path:
+    """A validation folder holding only the images ``pick(source set)`` names, with their
+    entries of the reference file (to keep a check quick); returns ``folder``."""
     source = validation.ValidationSet(validation.DEFAULT_FOLDER)
-    names = sorted(source.names, key=lambda n: (source.folder / n).stat().st_size)[:2]
-    folder = tmp_path_factory.mktemp("validation")
+    names = pick(source)
     for name in names:
         shutil.copy(source.folder / name, folder / name)
     key = f"reference_{validation.VALIDATION_LONG_SIDE}.json"
     (folder / key).write_text(json.dumps({n: source.reference[n] for n in names}))
-    return validation.ValidationSet(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def small_validation(tmp_path_factory):
+    """The real validation set cut to its two smallest images (to keep the test quick)."""
+    return validation.ValidationSet(validation_subset(
+        tmp_path_factory.mktemp("validation"),
+        lambda source: sorted(source.names, key=lambda n: (source.folder / n).stat().st_size)[:2]))
 
 
 def test_a_faster_candidate_that_loses_words_is_refused_on_the_validation_set(
@@ -145,13 +152,8 @@ def test_auto_times_the_candidates_once_and_keeps_the_decision(tmp_path):
 def two_column_validation(tmp_path_factory):
     """The validation set's two-column paper page alone: its stored boxes predate the cut at
     the gutter, so FP32 itself no longer gives them (F 0.885)."""
-    source = validation.ValidationSet(validation.DEFAULT_FOLDER)
-    name = "onnxocr_layout_publaynet.jpg"
-    folder = tmp_path_factory.mktemp("two_column")
-    shutil.copy(source.folder / name, folder / name)
-    key = f"reference_{validation.VALIDATION_LONG_SIDE}.json"
-    (folder / key).write_text(json.dumps({name: source.reference[name]}))
-    return validation.ValidationSet(folder)
+    return validation.ValidationSet(validation_subset(
+        tmp_path_factory.mktemp("two_column"), lambda source: ["onnxocr_layout_publaynet.jpg"]))
 
 
 def test_a_detector_is_held_to_the_boxes_fp32_gives_today(two_column_validation):
@@ -181,12 +183,9 @@ def test_each_precision_compiles_into_a_cache_folder_of_its_own(tmp_path):
 def test_a_models_config_names_its_partner_and_its_own_fp32_reference(tmp_path, monkeypatch):
     """``validator_for`` as the craft model's config asks: the link refiner (FP32) links the
     candidate's maps, and CRAFT's own ONNX file in FP32 gives the boxes to agree with."""
-    source = validation.ValidationSet(validation.DEFAULT_FOLDER)
     name = "rapidocr_latin.jpg"                                  # one line: a quick check
-    shutil.copy(source.folder / name, tmp_path / name)
-    key = f"reference_{validation.VALIDATION_LONG_SIDE}.json"
-    (tmp_path / key).write_text(json.dumps({name: source.reference[name]}))
-    monkeypatch.setenv(validation.ENVIRONMENT, str(tmp_path))
+    monkeypatch.setenv(validation.ENVIRONMENT,
+                       str(validation_subset(tmp_path, lambda source: [name])))
     compiled = []
 
     def fp32(path):

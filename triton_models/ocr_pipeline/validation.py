@@ -23,6 +23,7 @@ than FP32, so on a CPU where nothing is faster none of this runs.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -164,17 +165,6 @@ def _worst_parity(validation: ValidationSet, detect: Callable[[str], list],
                      f"boxes F {scores[worst]:.3f} on {worst} (worst of {len(scores)} images)")
 
 
-def _remembered(boxes: Callable[[str], list]) -> Callable[[str], list]:
-    """``boxes`` run once per image name (the FP32 answer every candidate is held to)."""
-    found: dict[str, list] = {}
-
-    def remembered(name: str) -> list:
-        if name not in found:
-            found[name] = boxes(name)
-        return found[name]
-    return remembered
-
-
 class Lazy:
     """An engine compiled on its first call (a validator's FP32 partner costs nothing on a CPU
     where no candidate is faster, so none is ever checked).
@@ -207,7 +197,7 @@ def detector_validator(validation: ValidationSet, refiner, reference) -> Validat
             return _boxes_of(prepared, *detection.score_maps(_networks(detector, refiner),
                                                              prepared.tensor))
         return detect
-    expected = _remembered(boxes(reference))
+    expected = functools.cache(boxes(reference))   # FP32's boxes, once per image
     return _validator("detector", validation,
                       lambda candidate: _worst_parity(validation, boxes(candidate), expected))
 
@@ -229,7 +219,7 @@ def link_refiner_validator(validation: ValidationSet, detector, reference) -> Va
             return _boxes_of(prepared, *detection.score_maps(_networks(craft_once, refiner),
                                                              prepared.tensor))
         return detect
-    expected = _remembered(boxes(reference))
+    expected = functools.cache(boxes(reference))   # FP32's boxes, once per image
     return _validator("link_refiner", validation,
                       lambda candidate: _worst_parity(validation, boxes(candidate), expected))
 
@@ -302,7 +292,7 @@ def validator_for(parameters: dict[str, str], model_dir: Path, version_dir: Path
         ValueError: an unknown role.
     """
     role = parameters.get("validation", "")
-    own_onnx = version_dir / parameters.get("onnx_file", "model.onnx")
+    reference = Lazy(lambda: fp32(version_dir / parameters.get("onnx_file", "model.onnx")))
     if not role:
         return None
     if role not in ROLES:
@@ -311,12 +301,10 @@ def validator_for(parameters: dict[str, str], model_dir: Path, version_dir: Path
     if found is None:
         return None
     if role == "recognizer":
-        reference = Lazy(lambda: fp32(own_onnx))
         classes = recognition.load_dictionary(version_dir / "dict.txt")
         return recognizer_validator(found, reference, classes)
     partner_path = latest_version(model_dir.parent / parameters["validation_partner"])
     partner = Lazy(lambda: fp32(partner_path))
-    reference = Lazy(lambda: fp32(own_onnx))
     if role == "detector":
         return detector_validator(found, partner, reference)
     return link_refiner_validator(found, partner, reference)
