@@ -110,12 +110,13 @@ def swapped_primaries_icc() -> bytes:
 
 
 def text_page(lines: list[list[str]], size: int = 28, margin: int = 24,
-              line_gap: int = 22, word_gap: int = 22) -> Image.Image:
-    """Black words on white, in Pillow's built-in font (FreeType Aileron) at ``size`` px: each
-    inner list is one line; the page is as big as the words need."""
+              line_gap: int = 22, word_gap: int = 22, font_path: str = "") -> Image.Image:
+    """Black words on white, in Pillow's built-in font (FreeType Aileron) or the TrueType file
+    ``font_path`` at ``size`` px: each inner list is one line; the page is as big as the words
+    need."""
     from PIL import ImageFont
 
-    font = ImageFont.load_default(size=size)
+    font = ImageFont.truetype(font_path, size) if font_path else ImageFont.load_default(size=size)
     widths = [sum(font.getlength(word) for word in line) + word_gap * (len(line) - 1)
               for line in lines]
     image = Image.new("RGB", (int(max(widths)) + 2 * margin,

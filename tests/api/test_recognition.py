@@ -10,7 +10,7 @@ from PIL import Image
 from ocr_api.models import OcrRequest
 from ocr_pipeline.text_evaluation import TextScore, load_text_truth, score_text, tokens
 from tests.helpers import DATA, IMAGES
-from tests.image_factory import encode, text_page
+from tests.image_factory import LETTER_FONTS, encode, text_page
 
 pytestmark = [pytest.mark.django_db, pytest.mark.triton, pytest.mark.quality]
 KOREAN_TEXT = "서울 평양\nSeoul Pyeongyang\n56Km 205Km"
@@ -37,6 +37,23 @@ def test_korean_reads_its_six_words_with_language_ko(api_client, live_triton):
 def test_auto_recognises_hangul_by_itself(api_client, live_triton):
     body = post_file(api_client, IMAGES / "korean.png").json()
     assert body["text"] == KOREAN_TEXT
+
+
+#: Turkish lines with the letters PP-OCR reads as Latin ones (ı, İ, ş, ğ): text of the test's
+#: own, not the drawn pages Turkish's reader was chosen on (ocr_contract.languages).
+TURKISH = [["Kuşlar", "ağaçta", "şarkı", "söylüyor"], ["İletişim", "Bilgileri"],
+           ["Işıklı", "Sokağı", "No", "7"], ["Müşteri", "Sayısı", "14"]]
+
+
+@pytest.mark.parametrize("language", ["tr", "auto"])
+def test_turkish_keeps_its_dotless_i_dotted_i_s_cedilla_and_soft_g(api_client, live_triton,
+                                                                   language):
+    page = text_page(TURKISH, size=32, font_path=LETTER_FONTS[0])
+    body = post(api_client, encode(page), language=language).json()
+    # Compared as tokens (casefolded: Tesseract may read ş as Ş), where ı and i still differ:
+    # PP-OCR reads Sayısı as Sayisı.
+    assert [tokens(line) for line in body["text"].split("\n")] == [
+        tokens(" ".join(line)) for line in TURKISH]
 
 
 def test_quality_floors_on_the_shared_images(api_client, live_triton):

@@ -10,6 +10,7 @@ def test_routes_from_language_codes():
     assert routing.route(parse("en,fr")) == routing.Route("ppocr")
     assert routing.route(parse("ko")) == routing.Route("tesseract", "kor+eng")
     assert routing.route(parse("ko,en,th")) == routing.Route("tesseract", "kor+tha+eng")
+    assert routing.route(parse("tr")) == routing.Route("tesseract", "tur+eng")
 
 
 def test_script_share_counts_letters_only():
@@ -31,6 +32,7 @@ def test_second_opinion_replaces_doubtful_lines_with_the_winning_script():
 
     improved = routing.second_opinion(readings, read_with)
     assert [r.text for r in improved] == ["서울", "Seoul", "평양"]
+    # Turkish has no script of its own to win by here (it is recognised by its letters).
     assert {languages for _, languages in asked} == {"kor+eng", "tha+eng", "hin+eng", "rus+eng"}
     assert all(indices == [0, 2] for indices, _ in asked)
 
@@ -41,3 +43,26 @@ def test_second_opinion_keeps_ppocr_when_no_script_is_confident():
     assert unchanged == readings
     confident = [Reading("Seoul", 0.99)]
     assert routing.second_opinion(confident, lambda *_: 1 / 0) == confident   # never asked
+
+
+def test_a_page_showing_turkish_letters_is_read_again_whole_in_turkish():
+    # PP-OCR reads Doğum and KIRANŞAL with their letters but Soyadı as Soyadi.
+    readings = [Reading("Soyadi / Surname", 0.97), Reading("KIRANŞAL", 0.95),
+                Reading("Doğum Tarihi", 0.96)]
+    asked = []
+
+    def read_with(indices, languages):
+        asked.append((indices, languages))
+        return [Reading("Soyadı / Surname", 0.9), Reading("KIRANŞAL", 0.9),
+                Reading("Doğum Tarihi", 0.9)]
+
+    improved = routing.second_opinion(readings, read_with)
+    assert asked == [([0, 1, 2], "tur+eng")]
+    assert [r.text for r in improved] == ["Soyadı / Surname", "KIRANŞAL", "Doğum Tarihi"]
+
+
+def test_one_turkish_letter_is_not_enough():
+    readings = [Reading("Doğum", 0.96), Reading("Seoul", 0.99)]
+    assert routing.language_by_letters(readings) is None
+    assert routing.second_opinion(readings, lambda *_: 1 / 0) == readings   # never asked
+    assert routing.language_by_letters([Reading("Uyruğu ŞAHIN", 0.9)]).code == "tr"

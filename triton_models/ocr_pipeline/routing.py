@@ -4,13 +4,19 @@
 - Any Tesseract language (:data:`ocr_contract.languages.LANGUAGES`): Tesseract for every line,
   with the data of each Tesseract language asked for plus English (``ko`` and ``ko,en`` both
   read ``kor+eng``: Latin names, numbers and units are on nearly every sign).
-- ``auto``: PP-OCR reads every line. Lines it is unsure of (score under
-  :data:`AUTO_RETRY_BELOW`; Hangul, Thai... come out of it as low-confidence CJK guesses) are
-  read again by Tesseract in each Tesseract language (with English); a language wins when its
-  readings of those lines are mostly its own script (:data:`AUTO_MIN_SCRIPT_SHARE` of their
-  letters) with a mean confidence of at least :data:`AUTO_MIN_CONFIDENCE` — the most
-  confident such language's readings then replace PP-OCR's for those lines. Lines in Latin
-  script or CJK that PP-OCR reads confidently are never sent to Tesseract.
+- ``auto``: PP-OCR reads every line.
+
+  - A page whose reading shows at least :data:`AUTO_MIN_OWN_LETTERS` of a Latin-script
+    Tesseract language's own letters (:attr:`~ocr_contract.languages.Language.letters`: a
+    Turkish page, where PP-OCR reads ``Doğum`` but ``Soyadı`` as ``Soyadi``) is read again,
+    every line, by Tesseract in that language (with English), and those readings are kept.
+  - Otherwise lines PP-OCR is unsure of (score under :data:`AUTO_RETRY_BELOW`; Hangul,
+    Thai... come out of it as low-confidence CJK guesses) are read again by Tesseract in each
+    language with a script of its own (with English); a language wins when its readings of
+    those lines are mostly its own script (:data:`AUTO_MIN_SCRIPT_SHARE` of their letters)
+    with a mean confidence of at least :data:`AUTO_MIN_CONFIDENCE`; the most confident such
+    language's readings then replace PP-OCR's for those lines. Lines in Latin script or CJK
+    that PP-OCR reads confidently are never sent to Tesseract.
 """
 
 from __future__ import annotations
@@ -31,6 +37,10 @@ AUTO_MIN_CONFIDENCE = 0.7
 AUTO_MIN_SCRIPT_SHARE = 0.8
 #: Tesseract's data for Latin text read beside another script.
 ENGLISH = "eng"
+#: A language's own letters a page's PP-OCR reading must show for ``auto`` to hand the page
+#: to it: one could be a misreading. No image of the validation, calibration, unseen and shared
+#: sets other than the Turkish identity card gives even one (38 images, 2026-12-04).
+AUTO_MIN_OWN_LETTERS = 2
 
 
 @dataclass(frozen=True)
@@ -93,24 +103,39 @@ def choose_language(candidates: dict[str, tuple[Language, list[Reading]]]) -> st
     return best
 
 
+def language_by_letters(readings: list[Reading]) -> Language | None:
+    """The Latin-script Tesseract language whose own letters
+    (:attr:`~ocr_contract.languages.Language.letters`) the readings show most, at least
+    :data:`AUTO_MIN_OWN_LETTERS` of them; None when none shows that many."""
+    text = "".join(reading.text for reading in readings)
+    counts = {language: sum(text.count(letter) for letter in language.letters)
+              for language in LANGUAGES if language.letters}
+    best = max(counts, key=counts.get, default=None)
+    return best if best is not None and counts[best] >= AUTO_MIN_OWN_LETTERS else None
+
+
 def second_opinion(readings: list[Reading],
                    read_with: Callable[[list[int], str], list[Reading]]) -> list[Reading]:
-    """``auto``: PP-OCR's readings, with its doubtful lines read again by the winning
-    Tesseract language, if one wins (see the module docstring).
+    """``auto``: PP-OCR's readings, or a Tesseract language's where one is recognised (see
+    the module docstring).
 
     Args:
         readings: PP-OCR's reading of every line.
         read_with: ``(line indices, tesseract languages) -> readings`` of those lines.
 
     Returns:
-        the readings, the doubtful ones replaced when a language won.
+        every line read again when the page shows a language's own letters; else the readings
+        with the doubtful ones replaced when a script's language won.
     """
+    by_letters = language_by_letters(readings)
+    if by_letters is not None:
+        return read_with(list(range(len(readings))), f"{by_letters.traineddata}+{ENGLISH}")
     unsure = doubtful(readings)
     if not unsure:
         return readings
     candidates = {}
     for language in LANGUAGES:
-        if language.recognizer == TESSERACT:
+        if language.recognizer == TESSERACT and language.script:
             key = f"{language.traineddata}+{ENGLISH}"
             candidates[key] = (language, read_with(unsure, key))
     chosen = choose_language(candidates)

@@ -13,7 +13,7 @@ except ImportError:  # pragma: no cover - depends on the installation
 
 
 class Command(BaseCommand):
-    help = ("Quantise CRAFT, the LinkRefiner and the recognizer to INT8 with NNCF, calibrated on "
+    help = ("Quantise CRAFT and the LinkRefiner to INT8 with NNCF, calibrated on "
             "tests/data/calibration (images no test uses). Does nothing while each model's "
             "record matches. The engines serve INT8 only where it is measured faster and agrees "
             "with FP32 on the validation set (precision auto), or when asked "
