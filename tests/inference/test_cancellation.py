@@ -18,10 +18,12 @@ import math
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
+from django.conf import settings as django_settings
 from tritonclient.utils import InferenceServerException
 from ocr_contract.tensors import DEADLINE_PARAMETER, ENSEMBLE
 from PIL import Image, PngImagePlugin
@@ -122,15 +124,26 @@ def test_a_request_whose_deadline_passes_during_detection_is_never_read(triton):
     assert len(following.boxes) == len(following.texts) == 6
 
 
+def recognizer_batch() -> int:
+    """recognize's ``recognizer_batch`` parameter (its config.pbtxt)."""
+    from google.protobuf import text_format
+    from tritonclient.grpc import model_config_pb2
+
+    path = Path(django_settings.TRITON_MODEL_REPOSITORY) / "recognize" / "config.pbtxt"
+    config = text_format.Parse(path.read_text(),
+                               model_config_pb2.ModelConfig())
+    return int(config.parameters["recognizer_batch"].string_value)
+
+
 def test_recognize_stops_between_recognizer_batches_once_its_request_is_cancelled(triton):
     url = triton.grpc_url
     image = np.asarray(Image.open(RECEIPT).convert("RGB"))
     # 200 boxes of one size over the page: the recognizer reads them in batches of at most
-    # recognizer_batch (32) crops, at least ceil(200 / 32) = 7 BLS calls for a full read.
+    # recognizer_batch crops, at least ceil(200 / recognizer_batch) BLS calls for a full read.
     boxes = np.array([[[x, y], [x + 110, y], [x + 110, y + 18], [x, y + 18]]
                       for y in range(20, 3980, 99) for x in range(10, 560, 116)][:200],
                      np.float32)
-    full_read = math.ceil(len(boxes) / 32)
+    full_read = math.ceil(len(boxes) / recognizer_batch())
     tensors = {"ORIGINAL_IMAGE": image, "BOXES": boxes,
                "SCORES": np.ones(len(boxes), np.float32),
                "CANVAS": np.array([b"fit"], dtype=object),

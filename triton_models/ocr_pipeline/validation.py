@@ -227,7 +227,8 @@ def link_refiner_validator(validation: ValidationSet, detector, reference) -> Va
 def recognizer_validator(validation: ValidationSet, reference, classes: list[str],
                          max_batch: int = 32) -> Validator:
     """Checks a recognizer candidate with ``reference`` (the FP32 recognizer) on the
-    crops of every reference box, batched by width as the ``recognize`` step batches them.
+    crops of every reference box, in batches of similar width
+    (:func:`ocr_pipeline.recognition.plan_batches`; the same tensors on both sides).
 
     Args:
         classes: the CTC classes (:func:`ocr_pipeline.recognition.load_dictionary`).

