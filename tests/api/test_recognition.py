@@ -50,15 +50,15 @@ def test_turkish_keeps_its_dotless_i_dotted_i_s_cedilla_and_soft_g(api_client, l
                                                                    language):
     page = text_page(TURKISH, size=32, font_path=LETTER_FONTS[0])
     body = post(api_client, encode(page), language=language).json()
-    # Compared as tokens (casefolded: Tesseract may read ş as Ş), where ı and i still differ:
-    # PP-OCR reads Sayısı as Sayisı.
-    assert [tokens(line) for line in body["text"].split("\n")] == [
-        tokens(" ".join(line)) for line in TURKISH]
+    # Compared lower-cased (Tesseract may read ş as Ş), where İ ("i̇") and I ("i"), ı and i
+    # still differ: PP-OCR reads İletişim as iletişim and Sayısı as Sayisı.
+    assert [line.lower() for line in body["text"].split("\n")] == [
+        " ".join(line).lower() for line in TURKISH]
 
 
 def test_quality_floors_on_the_shared_images(api_client, live_triton):
     # Measured at the defaults (language auto, long side 1280): complete-image F 1.000, the
-    # other images' recall 0.782 (evaluate_recognition).
+    # other images' recall 0.818 (evaluate_recognition, 2026-12-05).
     complete, partial = TextScore(), TextScore()
     for truth in load_text_truth(DATA / "recognition" / "text_gt.json"):
         body = post_file(api_client, IMAGES / truth.image).json()

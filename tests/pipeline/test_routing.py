@@ -61,8 +61,12 @@ def test_a_page_showing_turkish_letters_is_read_again_whole_in_turkish():
     assert [r.text for r in improved] == ["Soyadı / Surname", "KIRANŞAL", "Doğum Tarihi"]
 
 
-def test_one_turkish_letter_is_not_enough():
+def test_one_turkish_letter_or_one_turkish_name_in_a_long_page_is_not_enough():
     readings = [Reading("Doğum", 0.96), Reading("Seoul", 0.99)]
     assert routing.language_by_letters(readings) is None
     assert routing.second_opinion(readings, lambda *_: 1 / 0) == readings   # never asked
     assert routing.language_by_letters([Reading("Uyruğu ŞAHIN", 0.9)]).code == "tr"
+    # Two letters among 218: under 1 %.
+    german = [Reading("Das Spiel in Beşiktaş", 0.97)] + [Reading("a" * 100, 0.9)] * 2
+    assert routing.language_by_letters(german) is None
+    assert routing.language_by_letters(german[:2]).code == "tr"   # 2 of 118 letters

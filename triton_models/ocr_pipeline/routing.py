@@ -7,7 +7,7 @@
 - ``auto``: PP-OCR reads every line.
 
   - A page whose reading shows at least :data:`AUTO_MIN_OWN_LETTERS` of a Latin-script
-    Tesseract language's own letters (:attr:`~ocr_contract.languages.Language.letters`: a
+    Tesseract language's own letters, :data:`AUTO_MIN_OWN_SHARE` of its letters or more (:attr:`~ocr_contract.languages.Language.letters`: a
     Turkish page, where PP-OCR reads ``Doğum`` but ``Soyadı`` as ``Soyadi``) is read again,
     every line, by Tesseract in that language (with English), and those readings are kept.
   - Otherwise lines PP-OCR is unsure of (score under :data:`AUTO_RETRY_BELOW`; Hangul,
@@ -41,6 +41,11 @@ ENGLISH = "eng"
 #: to it: one could be a misreading. No image of the validation, calibration, unseen and shared
 #: sets other than the Turkish identity card gives even one (38 images, 2026-12-04).
 AUTO_MIN_OWN_LETTERS = 2
+#: ... and the share of the letters read they must make: on drawn Turkish pages PP-OCR's
+#: reading shows 5.5 % at the lowest (``python -m bench.languages``). A fifth of that keeps a
+#: page half Turkish, half English, and leaves a page of another language that names a Turkish
+#: place (``Beşiktaş``: two letters) alone once it has 200 letters.
+AUTO_MIN_OWN_SHARE = 0.01
 
 
 @dataclass(frozen=True)
@@ -105,13 +110,17 @@ def choose_language(candidates: dict[str, tuple[Language, list[Reading]]]) -> st
 
 def language_by_letters(readings: list[Reading]) -> Language | None:
     """The Latin-script Tesseract language whose own letters
-    (:attr:`~ocr_contract.languages.Language.letters`) the readings show most, at least
-    :data:`AUTO_MIN_OWN_LETTERS` of them; None when none shows that many."""
+    (:attr:`~ocr_contract.languages.Language.letters`) the readings show most, when they are at
+    least :data:`AUTO_MIN_OWN_LETTERS` and :data:`AUTO_MIN_OWN_SHARE` of the letters read;
+    None otherwise."""
     text = "".join(reading.text for reading in readings)
+    letters = sum(char.isalpha() for char in text)
     counts = {language: sum(text.count(letter) for letter in language.letters)
               for language in LANGUAGES if language.letters}
     best = max(counts, key=counts.get, default=None)
-    return best if best is not None and counts[best] >= AUTO_MIN_OWN_LETTERS else None
+    if best is None or counts[best] < max(AUTO_MIN_OWN_LETTERS, AUTO_MIN_OWN_SHARE * letters):
+        return None
+    return best
 
 
 def second_opinion(readings: list[Reading],

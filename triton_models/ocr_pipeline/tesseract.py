@@ -1,5 +1,6 @@
 """Text lines read by Tesseract, for the scripts the PP-OCR recognizer lacks (Hangul, Thai,
-Devanagari, Cyrillic: :mod:`ocr_contract.languages`, which also says where the language data is).
+Devanagari, Cyrillic) and for Turkish, whose own letters it folds (:mod:`ocr_contract.languages`,
+which also says where the language data is).
 
 Tesseract runs through its library API (tesserocr, which bundles libtesseract): one engine
 per language combination, started on first use and reused for every later crop, in single
