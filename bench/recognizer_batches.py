@@ -26,18 +26,6 @@ from .machine import describe_cpu
 REPOSITORY = Path(__file__).resolve().parent.parent / "triton_models" / "repository"
 
 
-def crops() -> list[np.ndarray]:
-    """The crops of the validation set's reference boxes, as ``recognize`` cuts them."""
-    found = validation.ValidationSet(validation.DEFAULT_FOLDER)
-    cut = []
-    for name in found.names:
-        prepared = found.prepared(name)
-        cut += [recognition.crop_box(prepared.original, recognition.expand_box(
-            np.asarray(box, np.float32), prepared.width, prepared.height))
-            for box in found.boxes(name)]
-    return cut
-
-
 def run(batch: int, pieces: list[np.ndarray], precision: str, classes: list[str]
         ) -> tuple[list[float], list[str]]:
     """Milliseconds of three passes over ``pieces`` on a fresh engine, and the strings read."""
@@ -65,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="batch sizes, comma-separated (default 32,16,8,4,2,1)")
     parser.add_argument("--precision", default="fp32", help="fp32, bf16 or int8")
     args = parser.parse_args(argv)
-    pieces = crops()
+    pieces = validation.ValidationSet(validation.DEFAULT_FOLDER).crops()
     classes = recognition.load_dictionary(REPOSITORY / RECOGNIZER_MODEL / "1" / "dict.txt")
     lines = [f"{describe_cpu()}; {len(pieces)} validation crops; OpenVINO "
              f"{args.precision.upper()}", "",

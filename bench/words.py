@@ -44,6 +44,8 @@ REPOSITORY = ROOT / "triton_models" / "repository"
 DATA = ROOT / "tests" / "data"
 RESULTS = ROOT / "bench" / "results"
 ENGINE_CACHE = ROOT / "var" / "cache" / "openvino-tests"
+#: A first start compiles the engines and times their precisions (as the tests wait).
+START_TIMEOUT_S = 900
 ANGLES = (0, 90, 180, 270)
 #: Texts the tests never draw (written for this benchmark), each drawn with its own seed.
 TEXTS = (
@@ -156,9 +158,11 @@ def baseline_repository(commit: str, target: Path) -> Path:
 
 
 def serve(repository: Path, log: Path) -> EmbeddedTriton:
-    """An embedded Triton of ``repository``, response cache off."""
+    """An embedded Triton of ``repository``, response cache off, the tests' engine cache; its
+    first start (engines compiled, precisions timed) given :data:`START_TIMEOUT_S`."""
     return EmbeddedTriton(repository=repository, log_path=log, cache_bytes=0,
-                          env={"OCR_ENGINE_CACHE_DIR": str(ENGINE_CACHE)}).start()
+                          env={"OCR_ENGINE_CACHE_DIR": str(ENGINE_CACHE)}
+                          ).start(timeout_s=START_TIMEOUT_S)
 
 
 def markdown(report: dict) -> str:

@@ -140,6 +140,18 @@ class ValidationSet:
         """The reference boxes of one image: ``[[[x, y] x 4], ...]`` in its pixels."""
         return self.reference[name]["boxes"]
 
+    def crops(self) -> list[np.ndarray]:
+        """Every reference box cut out of its full-resolution image as the ``recognize`` step
+        cuts it (uint8 ``[h, w, 3]`` RGB, :func:`ocr_pipeline.recognition.crop_box` of the box
+        grown by the default margin), images in :attr:`names` order."""
+        crops = []
+        for name in self.names:
+            prepared = self.prepared(name)
+            crops += [recognition.crop_box(prepared.original, recognition.expand_box(
+                np.asarray(box, np.float32), prepared.width, prepared.height))
+                for box in self.boxes(name)]
+        return crops
+
 
 def _boxes_of(prepared: imaging.PreparedImage, maps: np.ndarray, link: np.ndarray) -> list:
     """Boxes in original-image pixels from one image's score maps (float32 ``[1, 2, h, w]``)
@@ -242,12 +254,7 @@ def recognizer_validator(validation: ValidationSet, reference, classes: list[str
 
     def check(candidate) -> Agreement:
         if not batches:
-            crops = []
-            for name in validation.names:
-                prepared = validation.prepared(name)
-                crops += [recognition.crop_box(prepared.original, recognition.expand_box(
-                    np.asarray(box, np.float32), prepared.width, prepared.height))
-                    for box in validation.boxes(name)]
+            crops = validation.crops()
             widths = [recognition.resized_width(crop) for crop in crops]
             for batch in recognition.plan_batches(widths, max_batch):
                 batches.append(recognition.batch_tensor([crops[i] for i in batch]))
