@@ -134,4 +134,5 @@ def test_a_turned_dense_page_is_read_at_the_size_its_upright_copy_is(api_client,
         answers.append(response.json())
     assert [answer["image"]["angle"] for answer in answers] == [0, 90]
     assert answers[1]["text"] == answers[0]["text"]
-    assert len(answers[1]["boxes"]) == len(answers[0]["boxes"]) == 82
+    # (82 boxes here; the count depends on the precision auto serves on this CPU.)
+    assert len(answers[1]["boxes"]) == len(answers[0]["boxes"])
