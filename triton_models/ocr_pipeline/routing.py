@@ -7,9 +7,10 @@
 - ``auto``: PP-OCR reads every line.
 
   - A page whose reading shows at least :data:`AUTO_MIN_OWN_LETTERS` of a Latin-script
-    Tesseract language's own letters, :data:`AUTO_MIN_OWN_SHARE` of its letters or more (:attr:`~ocr_contract.languages.Language.letters`: a
-    Turkish page, where PP-OCR reads ``Doğum`` but ``Soyadı`` as ``Soyadi``) is read again,
-    every line, by Tesseract in that language (with English), and those readings are kept.
+    Tesseract language's own letters (:attr:`~ocr_contract.languages.Language.letters`),
+    :data:`AUTO_MIN_OWN_SHARE` of its letters or more (a Turkish page, where PP-OCR reads
+    ``Doğum`` but ``Soyadı`` as ``Soyadi``), is read again, every line, by Tesseract in that
+    language (with English), and those readings are kept.
   - Otherwise lines PP-OCR is unsure of (score under :data:`AUTO_RETRY_BELOW`; Hangul,
     Thai... come out of it as low-confidence CJK guesses) are read again by Tesseract in each
     language with a script of its own (with English); a language wins when its readings of
