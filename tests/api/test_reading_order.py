@@ -33,8 +33,11 @@ def test_a_tilted_pages_lines_come_back_whole_and_in_order(api_client, live_trit
     assert body["text"].splitlines() == drawn
 
 
-@pytest.mark.parametrize("seed, tilt, angle", [(50, 0.0, 0), (51, 3.0, 0), (52, -2.0, 0),
-                                               (53, 0.0, 90)])
+@pytest.mark.parametrize("seed, tilt, angle", [
+    (50, 0.0, 0), (51, 3.0, 0), (52, -2.0, 0), (53, 0.0, 90),
+    # Rows 1.3 lines apart, whose quantities nearly touch: two rows' digits were one box
+    # ("45", "47", "57") and their rows one line before ocr_pipeline.boxes.PageRows.
+    (81, 0.0, 0), (85, -2.0, 0), (87, 2.0, 0)])
 def test_a_tables_rows_come_back_as_lines_with_their_quantities(api_client, live_triton, seed,
                                                                tilt, angle):
     image, words = table_page(seed=seed, skew=tilt, angle=angle)
@@ -62,6 +65,21 @@ def test_two_columns_come_back_one_after_the_other(api_client, live_triton, seed
     # order's fault).
     answered = response.json()["text"].splitlines()
     assert [tokens(line) for line in answered] == [tokens(line) for line in lines]
+
+
+@pytest.mark.parametrize("seed, tilt", [(89, 2.0), (90, -2.0)])
+def test_a_tilted_tables_word_boxes_come_back_in_its_rows(api_client, live_triton, seed, tilt):
+    """refine=false: a box per word, each level however the page lies; the page is levelled
+    by neighbouring words (ocr_pipeline.reading_order.text_tilt), so each row is one line.
+    Compared without spaces: CRAFT's affinity parts a number at its point ("4. 50")."""
+    image, words = table_page(seed=seed, skew=tilt)
+    response = api_client.post("/api/ocr?refine=false", {"image": io.BytesIO(encode(image))},
+                               format="multipart")
+    assert response.status_code == 200, response.content[:500]
+    rows = [" ".join(line) for line in letter_lines(words)]
+    assert len(rows) == 7
+    assert [line.replace(" ", "") for line in response.json()["text"].splitlines()] == \
+        [row.replace(" ", "") for row in rows]
 
 
 @pytest.mark.parametrize("seed, tilt", [(54, -4.0), (55, 3.0)])

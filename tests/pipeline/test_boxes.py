@@ -206,3 +206,74 @@ def test_two_columns_lines_joined_across_their_gutter_are_cut_there():
     assert [(float(b[:, 0].min()), float(b[:, 0].max())) for b in third] == [(8, 121), (133, 246)]
     title = next(b for b in found if b[:, 1].mean() < 20)
     assert float(title[:, 0].min()) < 10 and float(title[:, 0].max()) > 240   # not cut
+
+
+def tight_rows_maps(column: tuple[slice, slice]):
+    """Two rows of a tight table (rows 2 px apart): in each, a long cell (the page's text runs
+    horizontally), a character and a number; ``column``, a region blob ``(rows, columns)``
+    for the first row's character, linked to the second row's 5 x 8 character."""
+    region, link = maps(60, 220)
+    region[10:18, 10:120] = region[20:28, 10:120] = 0.9
+    region[10:18, 185:210] = region[20:28, 185:210] = 0.9
+    region[column] = 0.9
+    region[20:28, 160:165] = 0.9
+    link[14:24, 161:164] = 0.8
+    return region, link
+
+
+def test_stacked_characters_in_two_of_the_pages_rows_are_cut_apart_however_close():
+    # 2 px apart: under STACK_GAP's 4, but each character beside its own row's cell.
+    found, _ = detect(*tight_rows_maps((slice(10, 18), slice(160, 165))))
+    cells = sorted((box for box in found if 150 < box[:, 0].min() < 180), key=lambda b: b[0, 1])
+    assert len(found) == 6 and len(cells) == 2
+    assert [(float(b[:, 1].min()), float(b[:, 1].max())) for b in cells] == [(8, 19), (18, 29)]
+
+
+def test_a_heading_linked_to_the_cell_below_it_is_cut_from_it():
+    # A 16-px word over a 5-px digit: near-square together (not across the text), but twice a
+    # row's height.
+    found, _ = detect(*tight_rows_maps((slice(10, 18), slice(154, 170))))
+    column = sorted((box for box in found if 140 < box[:, 0].min() < 180),
+                    key=lambda b: b[0, 1])
+    assert len(found) == 6
+    assert [round(float(np.ptp(b[:, 0]))) for b in column] == [20, 8]
+    assert float(column[0][:, 1].max()) < float(column[1][:, 1].mean())
+
+
+def test_a_word_as_tall_as_two_rows_stays_whole():
+    region, link = maps(60, 200)
+    region[10:18, 10:120] = region[20:28, 10:120] = 0.9
+    region[10:28, 150:190] = 0.9                        # one blob: a large word beside them
+    found, _ = detect(region, link)
+    assert len(found) == 3
+
+
+def test_two_rows_characters_run_together_are_cut_at_their_neck():
+    """A "1" above a "7" whose region score runs together (one blob) beside two rows'
+    cells: cut where the blob narrows between the rows."""
+    region, link = maps(60, 220)
+    region[10:18, 10:120] = region[22:30, 10:120] = 0.9
+    region[10:18, 185:210] = region[22:30, 185:210] = 0.9
+    region[10:20, 161:164] = 0.9                # the "1", 3 px wide
+    region[20:22, 162:163] = 0.9                # the neck, 1 px
+    region[22:30, 159:166] = 0.9                # the "7", 7 px wide
+    found, _ = detect(region, link)
+    column = sorted((box for box in found if 150 < box[:, 0].min() < 180),
+                    key=lambda b: b[0, 1])
+    assert len(found) == 6 and len(column) == 2
+    assert float(column[0][:, 1].mean()) < 18 < float(column[1][:, 1].mean())
+
+
+def test_a_word_turned_down_the_margin_beside_rows_is_not_cut_into_letters():
+    """Each of its letters has a row of the page centred in it, but the rows stand on one
+    side of it only: not a cell between a row's other cells (example.png's "image" and
+    "result" beside its infographic)."""
+    region, link = maps(120, 200)
+    for top in range(10, 100, 8):                       # rows 4 px high, 8 px apart
+        region[top:top + 4, 10:120] = 0.9
+    for top in range(10, 94, 12):                       # letters 10 px long, 2 px apart
+        region[top:top + 10, 155:171] = 0.9
+    link[10:92, 160:166] = 0.8
+    found, _ = detect(region, link)
+    word = [box for box in found if box[:, 0].min() > 150]
+    assert len(word) == 1 and np.ptp(word[0][:, 1]) > 80

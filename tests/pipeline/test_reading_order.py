@@ -127,3 +127,24 @@ def test_paragraphs_split_at_a_gap_a_size_change_and_a_column_change():
     groups = [[i] for i in range(len(lines))]
     assert reading_order.paragraphs_of(boxes, groups) == [0, 0, 1, 2, 3]
     assert reading_order.paragraphs_of(boxes, []) == []
+
+
+@pytest.mark.parametrize("tilt", [-3.0, 3.0])
+def test_a_tilted_page_of_level_word_boxes_is_levelled_by_neighbouring_words(tilt):
+    """refine=false's word boxes come out level on a tilted page; their centres still rise
+    along their lines: 8 rows of 12 words 20 px high, 40 px apart, 12 px between words,
+    rising some 50 px across the page."""
+    rise = math.tan(math.radians(tilt))
+    words = []
+    for row in range(8):
+        left = 0
+        for column in range(12):
+            width = 30 + 17 * ((row * 5 + column * 3) % 5)        # 30-98 px, no aligned gaps
+            centre = left + width / 2
+            words.append(box(left, 40 * row + centre * rise - 10,
+                             left + width, 40 * row + centre * rise + 10))
+            left += width + 12
+    boxes = np.array(words, np.float32)
+    assert reading_order.text_tilt(boxes) == pytest.approx(tilt, abs=0.01)
+    lines, _, _ = reading_order.layout(boxes)
+    assert lines == [list(range(12 * row, 12 * row + 12)) for row in range(8)]

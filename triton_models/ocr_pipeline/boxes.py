@@ -12,8 +12,10 @@ Awareness for Text Detection", CVPR 2019; clovaai/CRAFT-pytorch ``craft_utils.ge
 4. near-square rectangles (side ratio within 10 %) are replaced by the axis-aligned bounding
    box, and corners are ordered clockwise starting from the top-left-most one.
 5. (this service's, not CRAFT's) a box across the page's text - a column of table cells the
-   link refiner joined into one vertical box - is cut into its cells, and a cell too tall to be
-   read upright is widened (:func:`across_text`, :func:`cells_of`, :func:`widened_cell`);
+   link refiner joined into one vertical box - or one that holds two of the page's rows (a
+   table's heading and its first row's cell, linked where rows are tight) is cut into its
+   cells, and a cell too tall to be read upright is widened (:func:`across_text`,
+   :class:`PageRows`, :func:`cells_of`, :func:`widened_cell`);
 6. (this service's) a box the link refiner joined across the gutter between two columns of
    prose is cut at the gutter (:func:`across_gutters`).
 
@@ -48,6 +50,19 @@ STACK_GAP = 0.5
 #: A cell is at most this many times longer along its stack than the stack is wide (a digit's
 #: region blob: up to about 2.4); a turned line's pieces are words, longer.
 STACK_CELL_RATIO = 3.0
+#: A box this many times taller (across the page's text, levelled) than the page's median box
+#: height may hold two of its rows and is looked into (:class:`PageRows`): a line's box is
+#: about 1.0-1.2 of it, a heading and the cell below it linked across a tight table's rows
+#: (invoice tables drawn at 1.3 lines' spacing) about 2.2.
+ROWS_TALL = 1.5
+#: Boxes whose centres are this many median box heights apart across the text are in two rows
+#: (one row's boxes differ by their ascenders and descenders, about 0.2; rows 1.3 lines apart
+#: by at least 1).
+ROWS_APART = 0.5
+#: A blob that runs across two rows is cut between them only where it narrows to this share of
+#: its widest on either side (a "1" or a "2" above a "7" at 1.3 lines: 1-3 pixels against 6-7,
+#: on drawn invoices of seeds the tests do not draw).
+STACK_NECK = 0.5
 
 
 def detect_boxes(region: np.ndarray, link: np.ndarray, text_threshold: float,
@@ -85,6 +100,8 @@ def detect_boxes(region: np.ndarray, link: np.ndarray, text_threshold: float,
         if float(region[window][component].max()) < text_threshold:
             continue
         components.append((x, y, component))
+    if not components:
+        return np.zeros((0, 4, 2), np.float32), np.zeros((0,), np.float32)
 
     def box_of(x: int, y: int, component: np.ndarray) -> tuple[np.ndarray, float]:
         """One component's (or cell's) rectangle and peak region score."""
@@ -107,21 +124,23 @@ def detect_boxes(region: np.ndarray, link: np.ndarray, text_threshold: float,
         return min_area_box(points, width, height), min(peak, 1.0)  # BF16 can overshoot 1
 
     found = [box_of(*component) for component in components]
-    across, horizontal = across_text(
-        np.array([box for box, _ in found], np.float32).reshape(-1, 4, 2))
+    frame = np.array([box for box, _ in found], np.float32).reshape(-1, 4, 2)
+    across, horizontal = across_text(frame)
+    rows = PageRows(frame, horizontal, across)
     pieces = []                             # (x, y, mask, box, score) per box
-    for (x, y, component), (box, score), cross in zip(components, found, across):
+    for index, ((x, y, component), (box, score), cross) in enumerate(
+            zip(components, found, across)):
         # Across the page's text: a stack of table cells is cut into them, and a tall cell (a
-        # lone "1" too) is widened so that it is not read as turned text.
-        cells = cells_of(x, y, component, text_mask, box) if cross else []
+        # lone "1" too) is widened so that it is not read as turned text. A box that holds two
+        # of the page's rows is cut between them.
+        cells = cells_of(x, y, component, text_mask, rows, index, cross) \
+            if cross or rows.tall[index] else []
         if len(cells) <= 1:
-            cells = [(x, y, component, bool(cells))]
+            cells = [(x, y, component, bool(cells) and cross)]
         for px, py, mask, cell in cells:
             piece, piece_score = (box, score) if mask is component else box_of(px, py, mask)
             pieces.append((px, py, mask, widened_cell(piece, horizontal, width, height)
                            if cell else piece, piece_score))
-    if not pieces:
-        return np.zeros((0, 4, 2), np.float32), np.zeros((0,), np.float32)
     # Two columns' lines the link refiner joined across their gutter are cut apart there.
     for index, halves in reversed(across_gutters(pieces, text_mask, horizontal)):
         pieces[index:index + 1] = [(*half, *box_of(*half)) for half in halves]
@@ -216,17 +235,100 @@ def _window(rows: np.ndarray, cols: np.ndarray) -> tuple[int, int, np.ndarray]:
     return left, top, mask
 
 
-def cells_of(x: int, y: int, component: np.ndarray, text_mask: np.ndarray,
-             box: np.ndarray) -> list[tuple[int, int, np.ndarray, bool]]:
-    """A component's pieces, when it is a stack of table cells linked along a column or a lone
-    character.
+class PageRows:
+    """The page's rows, for cutting a box that holds more than one of them.
+
+    Positions are levelled (:func:`~ocr_pipeline.reading_order.level_turn` of all the boxes,
+    a vertical page's turned a quarter first, as :func:`across_gutters` does): ``x`` along
+    the page's text, ``y`` across it, score-map pixels.
+
+    Args:
+        frame: float32 ``[N, 4, 2]`` the page's boxes (:func:`min_area_box`), score-map pixels.
+        horizontal: the page's text runs horizontally (:func:`across_text`).
+        across: bool ``[N]`` the boxes that run across the text (:func:`across_text`).
+
+    Attributes:
+        tall: bool ``[N]`` boxes at least :data:`ROWS_TALL` times the median box height
+            across the text.
+    """
+
+    def __init__(self, frame: np.ndarray, horizontal: bool, across: np.ndarray):
+        self.horizontal = horizontal
+        frame = frame if horizontal else frame[..., ::-1]
+        self.turn = level_turn(frame)
+        levelled = turned(frame, self.turn)
+        tops, bottoms = levelled[..., 1].min(axis=1), levelled[..., 1].max(axis=1)
+        self.lefts, self.rights = levelled[..., 0].min(axis=1), levelled[..., 0].max(axis=1)
+        length, short, _ = box_sides(frame)
+        self.height = float(np.median(short))
+        self.tall = bottoms - tops >= ROWS_TALL * self.height
+        lines = ~across & ~self.tall & (length >= STACK_MIN_ELONGATION * short)
+        self.centres, self.heights = (tops + bottoms) / 2, bottoms - tops
+        self.lines = np.flatnonzero(lines)[np.argsort(self.centres[lines], kind="stable")]
+
+    def levelled(self, ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
+        """float32 ``[K, 2]`` levelled positions (along, across the text) of the map pixels
+        at rows ``ys``, columns ``xs``."""
+        points = np.stack([xs, ys] if self.horizontal else [ys, xs], axis=1)
+        return turned(points.astype(np.float32), self.turn)
+
+    def _others(self, own: int) -> np.ndarray:
+        """The boxes that tell rows about box ``own``: along the text (neither across it
+        nor tall), in order across the text."""
+        return self.lines[self.lines != own]
+
+    def _flanked(self, row: np.ndarray, own: int) -> bool:
+        """Whether a row's boxes stand both before and after box ``own`` along the text: a
+        table's cell sits between its row's other cells, where a word turned down a margin
+        (example.png's "image" and "result") or handwriting set down one beside print has
+        the rows on one side."""
+        return bool((self.rights[row] < self.lefts[own]).any()
+                    and (self.lefts[row] > self.rights[own]).any())
+
+    def apart(self, first: tuple[float, float], second: tuple[float, float], own: int) -> bool:
+        """Whether two spans across the text (levelled ``(start, end)``) of box ``own`` are in
+        two of the page's rows: the boxes along the text centred in each flank it
+        (:meth:`_flanked`)."""
+        others = self._others(own)
+        return all(self._flanked(others[(self.centres[others] >= start)
+                                        & (self.centres[others] <= end)], own)
+                   for start, end in (first, second))
+
+    def between(self, span: tuple[float, float], own: int) -> list[tuple[float, float]]:
+        """The neighbouring rows of the page centred in a span across the text (levelled
+        ``(start, end)``) of box ``own``, each flanking it (:meth:`_flanked`): ``(upper,
+        lower)`` median centres of each two. Rows are runs of the boxes along the text whose
+        centres are less than :data:`ROWS_APART` box heights from the one before."""
+        others = self._others(own)
+        inside = others[(self.centres[others] > span[0]) & (self.centres[others] < span[1])]
+        return [(float(np.median(self.centres[upper])), float(np.median(self.centres[lower])))
+                for upper, lower in _rows(inside, self.centres, ROWS_APART * self.height)
+                if self._flanked(upper, own) and self._flanked(lower, own)]
+
+
+def _rows(boxes: np.ndarray, centres: np.ndarray, apart: float):
+    """``(upper, lower)`` box indices of each two neighbouring rows among ``boxes`` (sorted
+    by ``centres``), rows being runs of centres less than ``apart`` from the one before."""
+    breaks = np.flatnonzero(np.diff(centres[boxes]) >= apart) + 1
+    rows = np.split(boxes, breaks)
+    return zip(rows, rows[1:])
+
+
+def cells_of(x: int, y: int, component: np.ndarray, text_mask: np.ndarray, rows: PageRows,
+             index: int, across: bool) -> list[tuple[int, int, np.ndarray, bool]]:
+    """A component's pieces, when it is a stack of table cells linked across the page's
+    text, a box that holds two of the page's rows, or a lone character.
 
     The component's characters are its region-score blobs (``text_mask``'s 8-connected
-    pieces of at least :data:`MIN_COMPONENT_AREA` pixels), projected on the box's long side as
-    spans (overlapping ones merged: a cell is one row, so all its characters overlap there).
-    Neighbouring spans at least :data:`STACK_GAP` times their median length apart are cut
-    apart at the middle of the gap. A piece is a cell when it is one span no longer than
-    :data:`STACK_CELL_RATIO` times the component's width across that side; a turned word's
+    pieces of at least :data:`MIN_COMPONENT_AREA` pixels), projected across the page's text
+    (levelled, :class:`PageRows`) as spans (overlapping ones merged: a cell is one row, so all
+    its characters overlap there); in a box across the text, a span that holds two of the
+    page's rows is cut between them where it narrows (:meth:`PageRows.between`,
+    :func:`_necks`). Neighbouring spans are cut apart at the middle of their gap when it is at
+    least :data:`STACK_GAP` times their median length, or when the page has a row at each
+    (:meth:`PageRows.apart`: rows a tight table's spacing apart, whose cells' blobs nearly
+    touch). A piece is a cell when it is one span no longer than
+    :data:`STACK_CELL_RATIO` times the component's width along the text; a turned word's
     letters are spans of their own, and a turned line's pieces are words. The cut is kept when
     at least half the pieces are cells (two rows whose gap a stray blob fills stay one piece).
 
@@ -234,11 +336,13 @@ def cells_of(x: int, y: int, component: np.ndarray, text_mask: np.ndarray,
         x, y: the component window's top-left in score-map pixels.
         component: bool ``[h, w]`` the component's pixels in its window.
         text_mask: bool ``[H, W]`` region score above ``low_text``, the whole map.
-        box: float32 ``[4, 2]`` the component's rectangle (:func:`min_area_box`).
+        rows: the page's rows.
+        index: the component's box among ``rows``' boxes.
+        across: the box runs across the page's text (:func:`across_text`).
 
     Returns:
-        ``(x, y, mask, cell)`` per piece, each mask in its own window, in order along the long
-        side (one piece, the component itself, when it is a lone cell); empty when the
+        ``(x, y, mask, cell)`` per piece, each mask in its own window, in order across the
+        text (one piece, the component itself, when it is a lone cell); empty when the
         component is not cut and is not a cell.
     """
     chars = text_mask[y:y + component.shape[0], x:x + component.shape[1]] & component
@@ -250,13 +354,9 @@ def cells_of(x: int, y: int, component: np.ndarray, text_mask: np.ndarray,
     kept[0] = False
     if not kept.any():
         return []
-    sides = box[1] - box[0], box[2] - box[1]
-    along = max(sides, key=lambda side: float(np.hypot(*side)))
-    along = along / max(float(np.hypot(*along)), 1e-6)
-    rows, cols = np.nonzero(component)
-    position = cols * along[0] + rows * along[1]
-    offset = rows * along[0] - cols * along[1]
-    owner = blobs[rows, cols]
+    ys, xs = np.nonzero(component)
+    offset, position = rows.levelled(ys + y, xs + x).T
+    owner = blobs[ys, xs]
     inked = kept[owner]
     low, high = np.full(count, np.inf), np.full(count, -np.inf)
     np.minimum.at(low, owner[inked], position[inked])
@@ -267,10 +367,20 @@ def cells_of(x: int, y: int, component: np.ndarray, text_mask: np.ndarray,
             spans[-1][1] = max(spans[-1][1], end)
         else:
             spans.append([start, end])
+    necks = [neck for span in spans
+             for neck in _necks(span, rows.between(span, index), position[inked])] \
+        if across else []
+    for neck in necks:                      # the span cut 1 px wide at its neck
+        spans = [part for start, end in spans
+                 for part in ([[start, neck - 0.5], [neck + 0.5, end]]
+                              if start < neck < end else [[start, end]])]
     # The gap is the empty pixels between two spans; a span's length, its pixels.
     lengths = [end - start + 1 for start, end in spans]
-    cuts = [(before[1] + after[0]) / 2 for before, after in zip(spans, spans[1:])
-            if after[0] - before[1] - 1 >= STACK_GAP * float(np.median(lengths))]
+    least = STACK_GAP * float(np.median(lengths))
+    cuts = sorted(set(necks) | {(before[1] + after[0]) / 2
+                                for before, after in zip(spans, spans[1:])
+                                if after[0] - before[1] - 1 >= least
+                                or rows.apart(before, after, index)})
     longest_cell = STACK_CELL_RATIO * (np.ptp(offset[inked]) + 1)
     piece_of = np.searchsorted(np.array(cuts), position)
     span_piece = np.searchsorted(np.array(cuts), [start for start, _ in spans])
@@ -278,9 +388,29 @@ def cells_of(x: int, y: int, component: np.ndarray, text_mask: np.ndarray,
     for number in range(len(cuts) + 1):
         mine = piece_of == number
         own = [length for length, piece in zip(lengths, span_piece) if piece == number]
-        pieces.append((*_window(rows[mine] + y, cols[mine] + x),
+        pieces.append((*_window(ys[mine] + y, xs[mine] + x),
                        len(own) == 1 and own[0] <= longest_cell))
     return pieces if 2 * sum(cell for *_, cell in pieces) >= len(pieces) else []
+
+
+def _necks(span: list[float], rows: list[tuple[float, float]], inked: np.ndarray) -> list[float]:
+    """Where ``span`` is cut between each two rows' centres (``rows``, :meth:`PageRows.
+    between`): the middle of the pixel where its characters' pixels (``inked``: their positions
+    across the text) are fewest, when that is at most :data:`STACK_NECK` of the most on either
+    side: two rows' cells whose region score runs together (a "1" above a "7"), not one turned
+    word of even width beside two rows."""
+    start, end = span
+    counts = np.bincount((inked[(inked >= start) & (inked <= end)] - start).astype(int))
+    necks = []
+    for upper, lower in rows:
+        first, last = max(int(upper - start) + 1, 0), min(int(lower - start), len(counts))
+        if first >= last:
+            continue
+        neck = first + int(np.argmin(counts[first:last]))
+        widest = min(counts[:neck].max(initial=0), counts[neck + 1:].max(initial=0))
+        if counts[neck] <= STACK_NECK * widest and start < start + neck + 0.5 < end:
+            necks.append(start + neck + 0.5)
+    return necks
 
 
 def widened_cell(box: np.ndarray, horizontal: bool, width: float, height: float) -> np.ndarray:
