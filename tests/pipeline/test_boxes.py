@@ -240,12 +240,19 @@ def test_a_heading_linked_to_the_cell_below_it_is_cut_from_it():
     assert float(column[0][:, 1].max()) < float(column[1][:, 1].mean())
 
 
-def test_a_word_as_tall_as_two_rows_stays_whole():
-    region, link = maps(60, 200)
+def test_a_heading_as_tall_as_two_rows_between_them_stays_whole():
+    """A large word's letters, linked, beside two rows of smaller print on both sides: tall,
+    and flanked by rows, but its letters are one span across the text (one row)."""
+    region, link = maps(60, 240)
     region[10:18, 10:120] = region[20:28, 10:120] = 0.9
-    region[10:28, 150:190] = 0.9                        # one blob: a large word beside them
+    region[10:18, 215:235] = region[20:28, 215:235] = 0.9
+    for left in range(150, 200, 12):                    # 4 letters 18 px high, 2 px apart
+        region[10:28, left:left + 10] = 0.9
+    link[16:22, 150:200] = 0.8
     found, _ = detect(region, link)
-    assert len(found) == 3
+    heading = [box for box in found if 140 < box[:, 0].min() < 160]
+    assert len(found) == 5 and len(heading) == 1
+    assert np.ptp(heading[0][:, 1]) > 18
 
 
 def test_two_rows_characters_run_together_are_cut_at_their_neck():

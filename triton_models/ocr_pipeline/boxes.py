@@ -81,7 +81,7 @@ def detect_boxes(region: np.ndarray, link: np.ndarray, text_threshold: float,
         ``(boxes, scores)``: float32 ``[N, 4, 2]`` corner points (x, y) in score-map pixels,
         clockwise from the top-left-most corner, clipped to ``[0, w] x [0, h]``; float32 ``[N]``
         peak region score of each box, at most 1. Boxes come in connected-component label order,
-        a cut component's cells together in its place (in order along it); a widened cell may
+        a cut component's cells together in its place (in order across the text); a widened cell may
         reach past its component's pixels.
     """
     height, width = region.shape
@@ -260,10 +260,13 @@ class PageRows:
         tops, bottoms = levelled[..., 1].min(axis=1), levelled[..., 1].max(axis=1)
         self.lefts, self.rights = levelled[..., 0].min(axis=1), levelled[..., 0].max(axis=1)
         length, short, _ = box_sides(frame)
-        self.height = float(np.median(short))
+        along = ~across & (length >= STACK_MIN_ELONGATION * short)
+        # The page's box height: that of boxes along the text (an upright digit's short side
+        # is its width), or of all boxes when none is.
+        self.height = float(np.median(short[along] if along.any() else short))
         self.tall = bottoms - tops >= ROWS_TALL * self.height
-        lines = ~across & ~self.tall & (length >= STACK_MIN_ELONGATION * short)
-        self.centres, self.heights = (tops + bottoms) / 2, bottoms - tops
+        lines = along & ~self.tall
+        self.centres = (tops + bottoms) / 2
         self.lines = np.flatnonzero(lines)[np.argsort(self.centres[lines], kind="stable")]
 
     def levelled(self, ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
@@ -288,11 +291,14 @@ class PageRows:
     def apart(self, first: tuple[float, float], second: tuple[float, float], own: int) -> bool:
         """Whether two spans across the text (levelled ``(start, end)``) of box ``own`` are in
         two of the page's rows: the boxes along the text centred in each flank it
-        (:meth:`_flanked`)."""
+        (:meth:`_flanked`), and their median centres are :data:`ROWS_APART` box heights
+        apart or more."""
         others = self._others(own)
-        return all(self._flanked(others[(self.centres[others] >= start)
-                                        & (self.centres[others] <= end)], own)
-                   for start, end in (first, second))
+        rows = [others[(self.centres[others] >= start) & (self.centres[others] <= end)]
+                for start, end in (first, second)]
+        return all(self._flanked(row, own) for row in rows) and \
+            abs(float(np.median(self.centres[rows[1]]) - np.median(self.centres[rows[0]]))) \
+            >= ROWS_APART * self.height
 
     def between(self, span: tuple[float, float], own: int) -> list[tuple[float, float]]:
         """The neighbouring rows of the page centred in a span across the text (levelled
@@ -324,8 +330,9 @@ def cells_of(x: int, y: int, component: np.ndarray, text_mask: np.ndarray, rows:
     (levelled, :class:`PageRows`) as spans (overlapping ones merged: a cell is one row, so all
     its characters overlap there); in a box across the text, a span that holds two of the
     page's rows is cut between them where it narrows (:meth:`PageRows.between`,
-    :func:`_necks`). Neighbouring spans are cut apart at the middle of their gap when it is at
-    least :data:`STACK_GAP` times their median length, or when the page has a row at each
+    :func:`_necks`). Neighbouring spans are cut apart at the middle of their gap when, in a box
+    across the text, it is at least :data:`STACK_GAP` times their median length, or when the
+    page has a row at each
     (:meth:`PageRows.apart`: rows a tight table's spacing apart, whose cells' blobs nearly
     touch). A piece is a cell when it is one span no longer than
     :data:`STACK_CELL_RATIO` times the component's width along the text; a turned word's
@@ -370,7 +377,7 @@ def cells_of(x: int, y: int, component: np.ndarray, text_mask: np.ndarray, rows:
     necks = [neck for span in spans
              for neck in _necks(span, rows.between(span, index), position[inked])] \
         if across else []
-    for neck in necks:                      # the span cut 1 px wide at its neck
+    for neck in necks:                      # the span cut in two at its neck
         spans = [part for start, end in spans
                  for part in ([[start, neck - 0.5], [neck + 0.5, end]]
                               if start < neck < end else [[start, end]])]
@@ -379,7 +386,7 @@ def cells_of(x: int, y: int, component: np.ndarray, text_mask: np.ndarray, rows:
     least = STACK_GAP * float(np.median(lengths))
     cuts = sorted(set(necks) | {(before[1] + after[0]) / 2
                                 for before, after in zip(spans, spans[1:])
-                                if after[0] - before[1] - 1 >= least
+                                if across and after[0] - before[1] - 1 >= least
                                 or rows.apart(before, after, index)})
     longest_cell = STACK_CELL_RATIO * (np.ptp(offset[inked]) + 1)
     piece_of = np.searchsorted(np.array(cuts), position)
@@ -395,10 +402,10 @@ def cells_of(x: int, y: int, component: np.ndarray, text_mask: np.ndarray, rows:
 
 def _necks(span: list[float], rows: list[tuple[float, float]], inked: np.ndarray) -> list[float]:
     """Where ``span`` is cut between each two rows' centres (``rows``, :meth:`PageRows.
-    between`): the middle of the pixel where its characters' pixels (``inked``: their positions
-    across the text) are fewest, when that is at most :data:`STACK_NECK` of the most on either
-    side: two rows' cells whose region score runs together (a "1" above a "7"), not one turned
-    word of even width beside two rows."""
+    between`): just after the pixel (across the text) where its characters' pixels
+    (``inked``: their positions across the text) are fewest, when that is at most
+    :data:`STACK_NECK` of the most on either side: two rows' cells whose region score runs
+    together (a "1" above a "7"), not one turned word of even width beside two rows."""
     start, end = span
     counts = np.bincount((inked[(inked >= start) & (inked <= end)] - start).astype(int))
     necks = []
@@ -408,7 +415,7 @@ def _necks(span: list[float], rows: list[tuple[float, float]], inked: np.ndarray
             continue
         neck = first + int(np.argmin(counts[first:last]))
         widest = min(counts[:neck].max(initial=0), counts[neck + 1:].max(initial=0))
-        if counts[neck] <= STACK_NECK * widest and start < start + neck + 0.5 < end:
+        if counts[neck] <= STACK_NECK * widest and start + neck + 0.5 < end:
             necks.append(start + neck + 0.5)
     return necks
 

@@ -43,8 +43,8 @@ MAX_TILT_DEG = 15.0
 #: tilt: a few long tilted boxes among many short level words (a sign in a street photo) do not
 #: turn the page.
 MIN_TELLING_SHARE = 0.5
-#: A box at least this many times longer than high tells the tilt by its own direction. A
-#: shorter word's rectangle is fitted to a few score-map pixels dilated by a square and comes
+#: Boxes at least this many times longer than high (lines) are trusted to tell the tilt by
+#: their own directions (then every telling box votes). A shorter word's rectangle is fitted to a few score-map pixels dilated by a square and comes
 #: out level on a tilted page (``refine=false``'s word boxes of drawn tables at +-2 degrees:
 #: a tilt of 0.0).
 LINE_ELONGATION = 5.0
@@ -175,8 +175,8 @@ def _tilt(boxes: np.ndarray, length: np.ndarray, across: np.ndarray,
 def _neighbour_tilt(boxes: np.ndarray, heights: np.ndarray) -> float:
     """The median direction, degrees, from each box's centre to its neighbour's along the line
     (the nearest box to its right within :data:`NEIGHBOUR_REACH` of its height along and
-    :data:`NEIGHBOUR_RISE` across), weighted by their distance; 0.0 with fewer than
-    :data:`MIN_NEIGHBOURS` pairs. ``heights``: float ``[N]`` the boxes' short sides."""
+    :data:`NEIGHBOUR_RISE` across, and within :data:`MAX_TILT_DEG` of level), weighted by
+    their distance; 0.0 with fewer than :data:`MIN_NEIGHBOURS` pairs. ``heights``: float ``[N]`` the boxes' short sides."""
     centres = boxes.mean(axis=1)
     along, rise = [], []
     for start in range(0, len(boxes), NEIGHBOUR_CHUNK):    # memory: a chunk of rows at a time
@@ -191,9 +191,11 @@ def _neighbour_tilt(boxes: np.ndarray, heights: np.ndarray) -> float:
         along.append(dx[rows, nearest[rows]])
         rise.append(dy[rows, nearest[rows]])
     along, rise = np.concatenate(along), np.concatenate(rise)
-    if len(along) < MIN_NEIGHBOURS:
+    degrees = np.degrees(np.arctan2(rise, along))
+    level = np.abs(degrees) <= MAX_TILT_DEG             # a steeper pair is two lines' words
+    if level.sum() < MIN_NEIGHBOURS:
         return 0.0
-    return _weighted_median(np.degrees(np.arctan2(rise, along)), along)
+    return _weighted_median(degrees[level], along[level])
 
 
 def _weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
