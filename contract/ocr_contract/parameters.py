@@ -99,7 +99,9 @@ class Parameter:
 # Defaults of the reference CRAFT implementation (clovaai/CRAFT-pytorch test.py), which are
 # also those of the reference boxes in tests/data/reference/.
 TEXT_THRESHOLD = Parameter("text_threshold", "TEXT_THRESHOLD", "FP32", 0.7,
-                           "Peak region score a word needs, in (0, 1).", 0.0, 1.0, True)
+                           "Peak region score a word needs, in (0, 1); less for a character "
+                           "between the words of one of the page's rows.",
+                           0.0, 1.0, True)
 LINK_THRESHOLD = Parameter("link_threshold", "LINK_THRESHOLD", "FP32", 0.4,
                            "Link score that joins characters into a word, in (0, 1).",
                            0.0, 1.0, True)

@@ -7,6 +7,7 @@ import tritonclient.grpc as grpcclient
 
 from ocr_api.models import OcrRequest
 from ocr_inference.requests import build_inputs
+from ocr_pipeline.boxes import ROW_PEAK_SHARE
 
 from tests.helpers import DATA, IMAGES, reference_boxes
 
@@ -60,7 +61,10 @@ def test_parameters_reach_the_ensemble(api_client, live_triton):
     strict = post_image(api_client, IMAGES / "example.png", text_threshold="0.95").json()
     small = post_image(api_client, IMAGES / "img_1.jpg", long_side="640").json()
     assert len(strict["boxes"]) < len(default["boxes"]) == 41
-    assert all(box["score"] >= 0.95 for box in strict["boxes"])
+    # A word needs 0.95; a character between the words of its row, ROW_PEAK_SHARE of it
+    # (one here, at 0.92 with FP32 and INT8 score maps).
+    scores = [box["score"] for box in strict["boxes"]]
+    assert min(scores) >= 0.95 * ROW_PEAK_SHARE and sum(score < 0.95 for score in scores) == 1
     assert len(small["boxes"]) == len(reference_boxes(640)["img_1.jpg"]["boxes"]) == 6
 
 

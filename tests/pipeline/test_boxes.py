@@ -284,3 +284,56 @@ def test_a_word_turned_down_the_margin_beside_rows_is_not_cut_into_letters():
     found, _ = detect(region, link)
     word = [box for box in found if box[:, 0].min() > 150]
     assert len(word) == 1 and np.ptp(word[0][:, 1]) > 80
+
+
+def test_a_row_is_taken_whole_when_its_long_cell_sits_lower_than_the_character():
+    """The second row's description sits 3-5 px lower than its digit (descenders): its centre
+    lies past the digit's span across the text, and the row still flanks the digit."""
+    region, link = tight_rows_maps((slice(10, 18), slice(160, 165)))
+    region[20:28, 10:120] = 0
+    region[23:33, 10:120] = 0.9
+    found, _ = detect(region, link)
+    cells = sorted((box for box in found if 150 < box[:, 0].min() < 180), key=lambda b: b[0, 1])
+    assert len(found) == 6 and len(cells) == 2
+    assert [(float(b[:, 1].min()), float(b[:, 1].max())) for b in cells] == [(8, 19), (18, 29)]
+
+
+def faint_cell_maps(peak: float, column: slice):
+    """Two rows of a table (a long cell and a number each) and, in the second row's line, a
+    5 x 8 character whose region score peaks at ``peak`` in ``column``."""
+    region, link = maps(60, 220)
+    region[10:18, 10:120] = region[22:30, 10:120] = 0.9
+    region[10:18, 185:210] = region[22:30, 185:210] = 0.9
+    region[10:18, 160:165] = 0.9
+    region[22:30, column] = peak
+    return region, link
+
+
+@pytest.mark.parametrize("peak, column, kept", [
+    (0.6, slice(160, 165), True),        # between its row's boxes: 0.6 >= 0.75 * 0.7
+    (0.5, slice(160, 165), False),       # under ROW_PEAK_SHARE of text_threshold
+    (0.6, slice(212, 217), False),       # beyond the row's last box: no row around it
+])
+def test_a_faint_character_is_kept_only_between_its_rows_boxes(peak, column, kept):
+    found, scores = detect(*faint_cell_maps(peak, column))
+    faint = [box for box, score in zip(found, scores) if score < 0.7]
+    assert len(found) == 5 + kept and len(faint) == kept
+    if kept:    # its pixels dilated by 2 px a side, as a confident character's
+        np.testing.assert_allclose(faint[0], [[158, 20], [166, 20], [166, 31], [158, 31]])
+
+
+def test_a_thin_character_in_a_column_of_cells_is_its_rows_cell():
+    """Three rows' quantities linked into one column, the middle one a 9-pixel blob (a thin
+    "7" of small print, under MIN_COMPONENT_AREA): its row is centred in it, so it is a cell
+    of its own, not a speck whose pixels go half to the cell above and half below."""
+    region, link = maps(60, 220)
+    for top in (10, 22, 34):
+        region[top:top + 8, 10:120] = region[top:top + 8, 185:210] = 0.9
+    region[10:18, 160:165] = region[34:42, 160:165] = 0.9
+    region[25:28, 161:164] = 0.9
+    link[14:38, 161:164] = 0.8
+    found, _ = detect(region, link)
+    column = sorted((box for box in found if 150 < box[:, 0].min() < 180),
+                    key=lambda b: b[0, 1])
+    assert len(found) == 9 and len(column) == 3
+    assert [float(b[:, 1].mean()) for b in column] == [13.5, 26.5, 37.5]

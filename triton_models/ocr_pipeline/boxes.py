@@ -6,7 +6,9 @@ Awareness for Text Detection", CVPR 2019; clovaai/CRAFT-pytorch ``craft_utils.ge
 1. binarise the region score at ``low_text`` and the link (affinity or refined) score at
    ``link_threshold``; their union is split into 4-connected components;
 2. drop components under 10 pixels and those whose peak region score is below
-   ``text_threshold``;
+   ``text_threshold`` (this service keeps one from :data:`ROW_PEAK_SHARE` of it that sits
+   in a row of the page's text, between that row's boxes: a faint lone digit in a table's
+   cell, :meth:`PageRows.holds`);
 3. remove pure-link pixels, dilate the component by a square whose side grows with the
    component's density, and fit a minimum-area rectangle to it;
 4. near-square rectangles (side ratio within 10 %) are replaced by the axis-aligned bounding
@@ -59,6 +61,14 @@ ROWS_TALL = 1.5
 #: (one row's boxes differ by their ascenders and descenders, about 0.2; rows 1.3 lines apart
 #: by at least 1).
 ROWS_APART = 0.5
+#: A component whose peak region score is under ``text_threshold`` but at least this share of
+#: it is text when it sits in one of the page's rows between that row's boxes
+#: (:meth:`PageRows.holds`): hysteresis, as a row's confident boxes vouch for a faint
+#: character among them. Single-digit quantity cells that CRAFT scored under 0.7 peaked at
+#: 0.59-0.69 (FP32, at 1280) on drawn invoice tables tilted 3-5 degrees, seeds 300-339 (the
+#: tests draw none of them tilted, bench.reading none at all); no component of those pages
+#: outside a drawn word peaked between 0.4 and 0.7.
+ROW_PEAK_SHARE = 0.75
 #: A blob that runs across two rows is cut between them only where it narrows to this share of
 #: its widest on either side (a "1" or a "2" above a "7" at 1.3 lines: 1-3 pixels against 6-7,
 #: on drawn invoices of seeds the tests do not draw).
@@ -81,8 +91,8 @@ def detect_boxes(region: np.ndarray, link: np.ndarray, text_threshold: float,
         ``(boxes, scores)``: float32 ``[N, 4, 2]`` corner points (x, y) in score-map pixels,
         clockwise from the top-left-most corner, clipped to ``[0, w] x [0, h]``; float32 ``[N]``
         peak region score of each box, at most 1. Boxes come in connected-component label order,
-        a cut component's cells together in its place (in order across the text); a widened cell may
-        reach past its component's pixels.
+        a cut component's cells together in its place (in order across the text), then the
+        faint characters a row holds; a widened cell may reach past its component's pixels.
     """
     height, width = region.shape
     text_mask = region > low_text
@@ -90,16 +100,18 @@ def detect_boxes(region: np.ndarray, link: np.ndarray, text_threshold: float,
     combined = (text_mask | link_mask).astype(np.uint8)
     count, labels, stats, _ = cv2.connectedComponentsWithStats(combined, connectivity=4)
 
-    components = []
+    components, faint = [], []
     for label in range(1, count):
         x, y, w, h, area = (int(v) for v in stats[label])
         if area < MIN_COMPONENT_AREA:
             continue
         window = (slice(y, y + h), slice(x, x + w))
         component = labels[window] == label
-        if float(region[window][component].max()) < text_threshold:
-            continue
-        components.append((x, y, component))
+        peak = float(region[window][component].max())
+        if peak >= text_threshold:
+            components.append((x, y, component))
+        elif peak >= ROW_PEAK_SHARE * text_threshold:
+            faint.append((x, y, component))
     if not components:
         return np.zeros((0, 4, 2), np.float32), np.zeros((0,), np.float32)
 
@@ -141,8 +153,13 @@ def detect_boxes(region: np.ndarray, link: np.ndarray, text_threshold: float,
             piece, piece_score = (box, score) if mask is component else box_of(px, py, mask)
             pieces.append((px, py, mask, widened_cell(piece, horizontal, width, height)
                            if cell else piece, piece_score))
+    # A faint component between the boxes of one of the page's rows is its character.
+    for x, y, component in faint:
+        box, score = box_of(x, y, component)
+        if rows.holds(box):
+            pieces.append((x, y, component, widened_cell(box, horizontal, width, height), score))
     # Two columns' lines the link refiner joined across their gutter are cut apart there.
-    for index, halves in reversed(across_gutters(pieces, text_mask, horizontal)):
+    for index, halves in reversed(across_gutters(pieces, text_mask, rows)):
         pieces[index:index + 1] = [(*half, *box_of(*half)) for half in halves]
     return (np.stack([piece[3] for piece in pieces]).astype(np.float32),
             np.array([piece[4] for piece in pieces], dtype=np.float32))
@@ -176,43 +193,38 @@ def across_text(boxes: np.ndarray) -> tuple[np.ndarray, bool]:
     return (horizontal != (weight > 0)) & (ratio >= AXIS_RATIO), weight > 0
 
 
-def across_gutters(pieces: list, text_mask: np.ndarray, horizontal: bool
+def across_gutters(pieces: list, text_mask: np.ndarray, rows: PageRows
                    ) -> list[tuple[int, list[tuple[int, int, np.ndarray]]]]:
     """The boxes that run across a gutter between two columns of prose, and their halves.
 
-    The boxes are levelled and grouped into lines as reading order does
-    (:func:`ocr_pipeline.reading_order.level_turn`, :func:`~ocr_pipeline.reading_order.lines_of`;
-    a vertical page's turned a quarter first), and the columns' gutters found on them
-    (:func:`ocr_pipeline.columns.crossing_boxes`). A box across a gutter is cut there only
-    when its characters (region score above ``low_text``) leave the gutter's width
-    (:func:`~ocr_pipeline.columns.least_gutter`) white about the cut: two
-    lines joined by their link score, not a title across both columns.
+    The boxes are levelled as the page's rows are (:class:`PageRows`) and grouped into lines
+    as reading order does (:func:`~ocr_pipeline.reading_order.lines_of`), and the columns'
+    gutters found on them (:func:`ocr_pipeline.columns.crossing_boxes`). A box across a
+    gutter is cut there only when its characters (region score above ``low_text``) leave the
+    gutter's width (:func:`~ocr_pipeline.columns.least_gutter`) white about the cut: two lines
+    joined by their link score, not a title across both columns.
 
     Args:
         pieces: ``(x, y, mask, box, score)`` per box: its pixels (bool ``mask`` in the window
             at ``x, y``), float32 ``[4, 2]`` rectangle and score, score-map pixels.
         text_mask: bool ``[H, W]`` region score above ``low_text``.
-        horizontal: the page's text runs horizontally (:func:`across_text`).
+        rows: the page's rows, whose levelling this takes.
 
     Returns:
         ``(index, [(x, y, mask), (x, y, mask)])`` per box to cut, by index: its pixels before
         and after the cut along the text.
     """
-    frame = np.array([piece[3] for piece in pieces], np.float32).reshape(-1, 4, 2)
-    if not horizontal:
-        frame = frame[..., ::-1]            # a vertical page's lines, laid horizontal
-    turn = level_turn(frame)
-    levelled = turned(frame, turn)
+    levelled = rows.level(np.array([piece[3] for piece in pieces],
+                                   np.float32).reshape(-1, 4, 2))
     least = least_gutter(levelled)
 
     @functools.cache                        # asked again per gutter and at the run's cut
     def along(index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """A box's pixels: rows, columns, levelled position along the text, character or not."""
         x, y, mask = pieces[index][:3]
-        rows, cols = np.nonzero(mask)
-        points = np.stack([cols + x, rows + y], axis=1).astype(np.float32)
-        position = turned(points if horizontal else points[:, ::-1], turn)[:, 0]
-        return rows + y, cols + x, position, text_mask[rows + y, cols + x]
+        ys, xs = np.nonzero(mask)
+        position = rows.levelled(ys + y, xs + x)[:, 0]
+        return ys + y, xs + x, position, text_mask[ys + y, xs + x]
 
     def cuttable(index: int, cut: float) -> bool:
         _, _, position, text = along(index)
@@ -221,8 +233,8 @@ def across_gutters(pieces: list, text_mask: np.ndarray, horizontal: bool
 
     cuts = []
     for index, cut in crossing_boxes(levelled, lines_of(levelled), cuttable):
-        rows, cols, position, _ = along(index)
-        cuts.append((index, [_window(rows[side], cols[side])
+        ys, xs, position, _ = along(index)
+        cuts.append((index, [_window(ys[side], xs[side])
                              for side in (position < cut, position >= cut)]))
     return cuts
 
@@ -236,11 +248,12 @@ def _window(rows: np.ndarray, cols: np.ndarray) -> tuple[int, int, np.ndarray]:
 
 
 class PageRows:
-    """The page's rows, for cutting a box that holds more than one of them.
+    """The page's rows, for cutting a box that holds more than one of them, keeping a faint
+    character between a row's boxes, and levelling the page for :func:`across_gutters`.
 
     Positions are levelled (:func:`~ocr_pipeline.reading_order.level_turn` of all the boxes,
-    a vertical page's turned a quarter first, as :func:`across_gutters` does): ``x`` along
-    the page's text, ``y`` across it, score-map pixels.
+    a vertical page's turned a quarter first): ``x`` along the page's text, ``y`` across it,
+    score-map pixels.
 
     Args:
         frame: float32 ``[N, 4, 2]`` the page's boxes (:func:`min_area_box`), score-map pixels.
@@ -254,12 +267,11 @@ class PageRows:
 
     def __init__(self, frame: np.ndarray, horizontal: bool, across: np.ndarray):
         self.horizontal = horizontal
-        frame = frame if horizontal else frame[..., ::-1]
-        self.turn = level_turn(frame)
-        levelled = turned(frame, self.turn)
+        self.turn = level_turn(frame if horizontal else frame[..., ::-1])
+        levelled = self.level(frame)
         tops, bottoms = levelled[..., 1].min(axis=1), levelled[..., 1].max(axis=1)
         self.lefts, self.rights = levelled[..., 0].min(axis=1), levelled[..., 0].max(axis=1)
-        length, short, _ = box_sides(frame)
+        length, short, _ = box_sides(frame if horizontal else frame[..., ::-1])
         along = ~across & (length >= STACK_MIN_ELONGATION * short)
         # The page's box height: that of boxes along the text (an upright digit's short side
         # is its width), or of all boxes when none is.
@@ -269,55 +281,71 @@ class PageRows:
         self.centres = (tops + bottoms) / 2
         self.lines = np.flatnonzero(lines)[np.argsort(self.centres[lines], kind="stable")]
 
+    def level(self, boxes: np.ndarray) -> np.ndarray:
+        """float32 ``[..., 2]`` points (x, y in score-map pixels) levelled: ``x`` along the
+        page's text, ``y`` across it (a vertical page's turned a quarter first)."""
+        return turned(boxes if self.horizontal else boxes[..., ::-1], self.turn)
+
     def levelled(self, ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
         """float32 ``[K, 2]`` levelled positions (along, across the text) of the map pixels
         at rows ``ys``, columns ``xs``."""
-        points = np.stack([xs, ys] if self.horizontal else [ys, xs], axis=1)
-        return turned(points.astype(np.float32), self.turn)
+        return self.level(np.stack([xs, ys], axis=1).astype(np.float32))
 
-    def _others(self, own: int) -> np.ndarray:
-        """The boxes that tell rows about box ``own``: along the text (neither across it
-        nor tall), in order across the text."""
-        return self.lines[self.lines != own]
+    def _flanks(self, row: np.ndarray, left: float, right: float) -> bool:
+        """Whether a row's boxes stand both before ``left`` and after ``right`` along the text
+        (levelled): a table's cell sits between its row's other cells, where a word turned
+        down a margin (example.png's "image" and "result") or handwriting set down one beside
+        print has the rows on one side."""
+        return bool((self.rights[row] < left).any() and (self.lefts[row] > right).any())
 
-    def _flanked(self, row: np.ndarray, own: int) -> bool:
-        """Whether a row's boxes stand both before and after box ``own`` along the text: a
-        table's cell sits between its row's other cells, where a word turned down a margin
-        (example.png's "image" and "result") or handwriting set down one beside print has
-        the rows on one side."""
-        return bool((self.rights[row] < self.lefts[own]).any()
-                    and (self.lefts[row] > self.rights[own]).any())
+    def _rows(self, start: float, end: float, left: float, right: float, own: int = -1
+              ) -> list[tuple[float, bool]]:
+        """The page's rows whose median centre across the text lies in ``[start, end]``
+        (levelled), in order: ``(median centre, flanking)`` each, flanking when the row's
+        boxes stand before ``left`` and after ``right`` (:meth:`_flanks`). A row is a run of
+        the boxes along the text (box ``own`` aside) whose centres are less than
+        :data:`ROWS_APART` box heights from the one before, taken whole: a row's box centred
+        a little past the span (a word with descenders beside a digit) is in it."""
+        lines = self.lines[self.lines != own]
+        reach = ROWS_APART * self.height
+        near = lines[(self.centres[lines] > start - reach) & (self.centres[lines] < end + reach)]
+        runs = np.split(near, np.flatnonzero(np.diff(self.centres[near]) >= reach) + 1)
+        rows = [(float(np.median(self.centres[run])), self._flanks(run, left, right))
+                for run in runs if run.size]
+        return [(centre, flanking) for centre, flanking in rows if start <= centre <= end]
+
+    def _rows_of(self, span: tuple[float, float], own: int) -> list[tuple[float, bool]]:
+        """:meth:`_rows` of a span across box ``own``, flanking that box."""
+        return self._rows(*span, self.lefts[own], self.rights[own], own)
+
+    def row_in(self, span: tuple[float, float], own: int) -> bool:
+        """Whether a span across the text (levelled ``(start, end)``) of box ``own`` holds
+        the median centre of one of the page's rows that flanks the box (:meth:`_rows`)."""
+        return any(flanking for _, flanking in self._rows_of(span, own))
 
     def apart(self, first: tuple[float, float], second: tuple[float, float], own: int) -> bool:
         """Whether two spans across the text (levelled ``(start, end)``) of box ``own`` are in
-        two of the page's rows: the boxes along the text centred in each flank it
-        (:meth:`_flanked`), and their median centres are :data:`ROWS_APART` box heights
-        apart or more."""
-        others = self._others(own)
-        rows = [others[(self.centres[others] >= start) & (self.centres[others] <= end)]
-                for start, end in (first, second)]
-        return all(self._flanked(row, own) for row in rows) and \
-            abs(float(np.median(self.centres[rows[1]]) - np.median(self.centres[rows[0]]))) \
-            >= ROWS_APART * self.height
+        two of the page's rows: each holds a row that flanks the box (:meth:`row_in`; two
+        rows' centres are :data:`ROWS_APART` box heights apart or more)."""
+        return self.row_in(first, own) and self.row_in(second, own)
 
     def between(self, span: tuple[float, float], own: int) -> list[tuple[float, float]]:
         """The neighbouring rows of the page centred in a span across the text (levelled
-        ``(start, end)``) of box ``own``, each flanking it (:meth:`_flanked`): ``(upper,
-        lower)`` median centres of each two. Rows are runs of the boxes along the text whose
-        centres are less than :data:`ROWS_APART` box heights from the one before."""
-        others = self._others(own)
-        inside = others[(self.centres[others] > span[0]) & (self.centres[others] < span[1])]
-        return [(float(np.median(self.centres[upper])), float(np.median(self.centres[lower])))
-                for upper, lower in _rows(inside, self.centres, ROWS_APART * self.height)
-                if self._flanked(upper, own) and self._flanked(lower, own)]
+        ``(start, end)``) of box ``own``, each flanking it (:meth:`_rows`): ``(upper,
+        lower)`` median centres of each two."""
+        rows = self._rows_of(span, own)
+        return [(upper, lower) for (upper, flanks_upper), (lower, flanks_lower)
+                in zip(rows, rows[1:]) if flanks_upper and flanks_lower]
 
-
-def _rows(boxes: np.ndarray, centres: np.ndarray, apart: float):
-    """``(upper, lower)`` box indices of each two neighbouring rows among ``boxes`` (sorted
-    by ``centres``), rows being runs of centres less than ``apart`` from the one before."""
-    breaks = np.flatnonzero(np.diff(centres[boxes]) >= apart) + 1
-    rows = np.split(boxes, breaks)
-    return zip(rows, rows[1:])
+    def holds(self, box: np.ndarray) -> bool:
+        """Whether a box (float32 ``[4, 2]``, not one of the page's) stands in one of the
+        page's rows, between its boxes: no taller across the text than :data:`ROWS_TALL` box
+        heights, and the median centre of a row (:meth:`_rows`) whose boxes stand before and
+        after it lies within its extent across the text."""
+        levelled = self.level(box)
+        (left, top), (right, bottom) = levelled.min(axis=0), levelled.max(axis=0)
+        return bottom - top < ROWS_TALL * self.height and any(
+            flanking for _, flanking in self._rows(top, bottom, left, right))
 
 
 def cells_of(x: int, y: int, component: np.ndarray, text_mask: np.ndarray, rows: PageRows,
@@ -355,19 +383,22 @@ def cells_of(x: int, y: int, component: np.ndarray, text_mask: np.ndarray, rows:
     chars = text_mask[y:y + component.shape[0], x:x + component.shape[1]] & component
     count, blobs, stats, _ = cv2.connectedComponentsWithStats(chars.astype(np.uint8),
                                                               connectivity=8)
-    # Blobs under MIN_COMPONENT_AREA are noise here as in CRAFT's own rule: a speck of region
-    # score between two cells would bridge their gap.
-    kept = stats[:, cv2.CC_STAT_AREA] >= MIN_COMPONENT_AREA
-    kept[0] = False
-    if not kept.any():
-        return []
     ys, xs = np.nonzero(component)
     offset, position = rows.levelled(ys + y, xs + x).T
     owner = blobs[ys, xs]
-    inked = kept[owner]
     low, high = np.full(count, np.inf), np.full(count, -np.inf)
-    np.minimum.at(low, owner[inked], position[inked])
-    np.maximum.at(high, owner[inked], position[inked])
+    np.minimum.at(low, owner, position)
+    np.maximum.at(high, owner, position)
+    # Blobs under MIN_COMPONENT_AREA are noise here as in CRAFT's own rule (a speck of region
+    # score between two cells would bridge their gap), unless a row that flanks the box is
+    # centred in one: a thin character of small print (a "7" of 9 pixels).
+    kept = stats[:, cv2.CC_STAT_AREA] >= MIN_COMPONENT_AREA
+    kept[0] = False
+    for blob in np.flatnonzero(~kept[1:]) + 1:
+        kept[blob] = rows.row_in((low[blob], high[blob]), index)
+    if not kept.any():
+        return []
+    inked = kept[owner]
     spans: list[list[float]] = []
     for start, end in sorted(zip(low[kept], high[kept])):
         if spans and start <= spans[-1][1]:
@@ -384,10 +415,12 @@ def cells_of(x: int, y: int, component: np.ndarray, text_mask: np.ndarray, rows:
     # The gap is the empty pixels between two spans; a span's length, its pixels.
     lengths = [end - start + 1 for start, end in spans]
     least = STACK_GAP * float(np.median(lengths))
-    cuts = sorted(set(necks) | {(before[1] + after[0]) / 2
-                                for before, after in zip(spans, spans[1:])
-                                if across and after[0] - before[1] - 1 >= least
-                                or rows.apart(before, after, index)})
+    # A gap that a neck made is cut at that neck already.
+    gaps = [(before[1] + after[0]) / 2 for before, after in zip(spans, spans[1:])
+            if not any(before[1] < neck < after[0] for neck in necks)
+            and (across and after[0] - before[1] - 1 >= least
+                 or rows.apart(before, after, index))]
+    cuts = sorted(set(necks) | set(gaps))
     longest_cell = STACK_CELL_RATIO * (np.ptp(offset[inked]) + 1)
     piece_of = np.searchsorted(np.array(cuts), position)
     span_piece = np.searchsorted(np.array(cuts), [start for start, _ in spans])
