@@ -87,18 +87,23 @@ def parameters(request, file_fields: tuple[str, ...] = ("image",)) -> dict:
 
     Raises:
         errors.InvalidParameter: naming the first field at fault, also for a parameter given
-            twice (in the query string, the form, or both).
+            twice (in the query string, the form, or both) and for ``format`` in the form.
     """
     raw: dict[str, str] = {}
-    # ?format= picks the output format (DRF's content negotiation), not an OCR parameter.
-    skipped = {*file_fields, api_settings.URL_FORMAT_OVERRIDE}
-    sources = [request.query_params]
+    # ?format= picks the output format (DRF's content negotiation), not an OCR parameter; the
+    # negotiation reads the query string only, so a form field of that name would be ignored.
+    fmt = api_settings.URL_FORMAT_OVERRIDE
+    sources = [(request.query_params, {*file_fields, fmt})]
     if not isinstance(request.data, bytes):
-        sources.append(request.data)
-    for source in sources:
+        sources.append((request.data, set(file_fields)))
+    for source, skipped in sources:
         for key in source:
             if key in skipped:
                 continue
+            if key == fmt:
+                raise errors.InvalidParameter(
+                    f"{fmt}: the answer's format goes in the query string (?{fmt}=pdf) or the "
+                    "Accept header, not in the form.", field=fmt)
             values = source.getlist(key)
             if key in raw or len(values) != 1:
                 # Which one would win is a guess the client should not have to make.

@@ -94,6 +94,9 @@ CORPUS = [
     ("refine maybe", form(GOOD_PNG, refine="maybe"), 400, "invalid_parameter", "refine"),
     ("unknown parameter", form(GOOD_PNG, text_treshold="0.5"), 400, "invalid_parameter",
      "text_treshold"),
+    # The answer's format is negotiated from the query string and Accept only: a form field
+    # was silently ignored (JSON came back to a client asking for a PDF).
+    ("format in the form", form(GOOD_PNG, format="pdf"), 400, "invalid_parameter", "format"),
     ("raw body with bad query", raw(GOOD_PNG, query="low_text=2"), 400, "invalid_parameter",
      "low_text"),
     ("long_side given twice", raw(GOOD_PNG, query="long_side=640&long_side=64"), 400,
