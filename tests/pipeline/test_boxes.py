@@ -337,3 +337,18 @@ def test_a_thin_character_in_a_column_of_cells_is_its_rows_cell():
                     key=lambda b: b[0, 1])
     assert len(found) == 9 and len(column) == 3
     assert [float(b[:, 1].mean()) for b in column] == [13.5, 26.5, 37.5]
+
+
+def test_a_row_of_short_cells_flanks_a_stack_of_its_digits():
+    """With refine=false, a row's numbers come as short pieces ("4." and "50"), no box as
+    long as a word: the row is still told by them, and the stacked quantities are cut."""
+    region, link = maps(60, 220)
+    region[10:18, 10:120] = region[20:28, 10:120] = 0.9            # the descriptions
+    for left in (185, 200):                                        # "4." "50" per row
+        region[10:18, left:left + 10] = region[20:28, left:left + 10] = 0.9
+    region[10:18, 160:165] = region[20:28, 160:165] = 0.9          # the quantities, 2 px
+    link[14:24, 161:164] = 0.8                                     # apart and linked
+    found, _ = detect(region, link)
+    cells = sorted((box for box in found if 150 < box[:, 0].min() < 180), key=lambda b: b[0, 1])
+    assert len(found) == 8 and len(cells) == 2
+    assert float(cells[0][:, 1].mean()) < 20 < float(cells[1][:, 1].mean())

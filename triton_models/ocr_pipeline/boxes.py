@@ -277,7 +277,9 @@ class PageRows:
         # is its width), or of all boxes when none is.
         self.height = float(np.median(short[along] if along.any() else short))
         self.tall = bottoms - tops >= ROWS_TALL * self.height
-        lines = along & ~self.tall
+        # Rows are told by every box neither across the text nor tall: with refine=false a
+        # row's numbers come as short pieces ("4." and "50"), none as long as a word.
+        lines = ~across & ~self.tall
         self.centres = (tops + bottoms) / 2
         self.lines = np.flatnonzero(lines)[np.argsort(self.centres[lines], kind="stable")]
 
@@ -303,7 +305,7 @@ class PageRows:
         """The page's rows whose median centre across the text lies in ``[start, end]``
         (levelled), in order: ``(median centre, flanking)`` each, flanking when the row's
         boxes stand before ``left`` and after ``right`` (:meth:`_flanks`). A row is a run of
-        the boxes along the text (box ``own`` aside) whose centres are less than
+        the boxes neither across the text nor tall (box ``own`` aside) whose centres are less than
         :data:`ROWS_APART` box heights from the one before, taken whole: a row's box centred
         a little past the span (a word with descenders beside a digit) is in it."""
         lines = self.lines[self.lines != own]
