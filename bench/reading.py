@@ -17,6 +17,9 @@ Pages: :func:`tests.image_factory.letter_page` with the texts of :data:`bench.wo
 (never drawn by the tests) at :data:`SEEDS`; :func:`tests.image_factory.table_page` invoice
 tables of :data:`TABLE_ITEMS` (items the tests never draw) at :data:`TABLE_SEEDS`: a row is a
 line, its cells left to right, single-digit quantities included;
+:func:`tests.image_factory.invoice_page` invoices of :data:`HAND_ROWS` laid out by hand
+(:data:`HAND_LAYOUTS`: columns starting at fixed x, rows 2-2.3 lines apart, tilted to the
+nearest pixel as Pillow's ``rotate`` does);
 :func:`tests.image_factory.columns_page` pages of two columns of :data:`COLUMN_TEXTS` at
 :data:`COLUMN_SEEDS`. Each tilted by :data:`TILTS`. Then OCRmyPDF's ``linn.pdf`` (a real
 1985 scan with a two-column section) and ``skew.pdf`` (the same scan tilted), their lines
@@ -40,7 +43,8 @@ from ocr_inference.client import TritonClient
 from ocr_pipeline import reading_order
 from ocr_pipeline.orientation import to_upright
 from ocr_pipeline.text_evaluation import tokens
-from tests.image_factory import columns_page, encode, letter_lines, letter_page, table_page
+from tests.image_factory import (LETTER_FONTS, columns_page, encode, invoice_page, letter_lines,
+                                 letter_page, table_page)
 
 #: Tilts of the drawn pages, degrees counter-clockwise (a phone photo of a page: up to ~5).
 TILTS = (-5.0, -3.0, -2.0, 0.0, 2.0, 3.0, 5.0)
@@ -54,6 +58,19 @@ TABLE_ITEMS = (("Oak shelf 80 cm", 24.50), ("Brass hinges, pair", 3.40),
                ("Spirit level", 18.90), ("Screws 4 x 40, box", 6.10))
 #: Seeds of the drawn tables (font, size, row spacing, items, quantities).
 TABLE_SEEDS = (210, 211, 212, 213)
+#: A hand-laid invoice's rows (of :data:`TABLE_ITEMS`), its columns left-aligned.
+HAND_ROWS = (("Description", "Qty", "Unit price", "Amount"),
+             ("Oak shelf 80 cm", "2", "24.50", "49.00"), ("Wood glue 250 ml", "1", "5.95", "5.95"),
+             ("Spirit level", "1", "18.90", "18.90"), ("Paint brush set", "4", "11.75", "47.00"),
+             ("Masking tape 50 m", "7", "2.35", "16.45"), ("Screws 4 x 40, box", "3", "6.10",
+                                                           "18.30"))
+#: The hand-laid invoices' layouts (:func:`tests.image_factory.invoice_page`'s arguments:
+#: fonts, sizes, row spacings and page widths none of this project's constants were set on).
+HAND_LAYOUTS = (
+    dict(font_path=LETTER_FONTS[1], size=36, pitch=80, width=2200, lefts=(60, 1000, 1350, 1800)),
+    dict(font_path=LETTER_FONTS[2], size=32, pitch=64, width=2000, lefts=(60, 900, 1250, 1650)),
+    dict(font_path=LETTER_FONTS[3], size=40, pitch=90, width=2400, lefts=(60, 1150, 1500, 2000)),
+    dict(font_path=LETTER_FONTS[0], size=28, pitch=56, width=1800, lefts=(60, 820, 1080, 1450)))
 #: The two columns of the drawn two-column pages (written for this benchmark; no test draws
 #: them, and the column constants were set on other texts).
 COLUMN_TEXTS = ("The ferry to the islands leaves the north pier at eight each morning and "
@@ -163,6 +180,12 @@ def tables(tilt: float):
         yield table_page(TABLE_ITEMS, seed=seed, skew=tilt)
 
 
+def hand_laid(tilt: float):
+    """The hand-laid invoices at ``tilt``."""
+    for layout in HAND_LAYOUTS:
+        yield invoice_page(HAND_ROWS, skew=tilt, **layout)
+
+
 def two_columns(tilt: float):
     """The drawn two-column pages at ``tilt``."""
     for seed in COLUMN_SEEDS:
@@ -210,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
             table = {"Drawn letters": ("axis-aligned", measure(client, letters, axis_aligned)),
                      "Drawn invoice tables (a row is a line)": (
                          "axis-aligned", measure(client, tables, axis_aligned)),
+                     "Hand-laid invoices (left-aligned columns, tilted to the nearest pixel)": (
+                         "axis-aligned", measure(client, hand_laid, axis_aligned)),
                      "Drawn two-column pages": ("rows", measure(client, two_columns, rows))}
             scans = {name: scan(client, file) for name, file in SCANS.items()}
         finally:

@@ -196,10 +196,11 @@ def _drawn(page: Image.Image, lines: list) -> list:
             for font, line, top in lines for word, x in line]
 
 
-def _skewed_and_turned(page: Image.Image, placed: list, skew: float, angle: int
-                       ) -> tuple[Image.Image, list]:
-    """A drawn ``L`` page skewed ``skew`` degrees counter-clockwise (grown to hold it) and
-    turned ``angle`` degrees clockwise, with its words' ``(text, corners)`` mapped along:
+def _skewed_and_turned(page: Image.Image, placed: list, skew: float, angle: int,
+                       nearest: bool = False) -> tuple[Image.Image, list]:
+    """A drawn ``L`` page skewed ``skew`` degrees counter-clockwise (grown to hold it;
+    bicubic, or with ``nearest`` the nearest pixel, as Pillow's ``rotate`` does by default)
+    and turned ``angle`` degrees clockwise, with its words' ``(text, corners)`` mapped along:
     :func:`letter_page`'s return value."""
     import cv2
     import numpy as np
@@ -211,7 +212,8 @@ def _skewed_and_turned(page: Image.Image, placed: list, skew: float, angle: int
     cos, sin = abs(matrix[0, 0]), abs(matrix[0, 1])
     grown = (int(np.ceil(width * cos + height * sin)), int(np.ceil(width * sin + height * cos)))
     matrix[:, 2] += (grown[0] - width) / 2, (grown[1] - height) / 2
-    pixels = cv2.warpAffine(pixels, matrix, grown, flags=cv2.INTER_CUBIC, borderValue=255)
+    pixels = cv2.warpAffine(pixels, matrix, grown, borderValue=255,
+                            flags=cv2.INTER_NEAREST if nearest else cv2.INTER_CUBIC)
     turned = np.ascontiguousarray(np.rot90(pixels, k=-(angle // 90)))
     words = []
     for word, corners in placed:
@@ -273,6 +275,40 @@ def table_page(items=TABLE_ITEMS, rows: int = 6, seed: int = 0, skew: float = 0.
                 placed.append((word, _ink_box(draw, page.size, (x, top), word, font)))
                 x += font.getlength(word + " ")
     return _skewed_and_turned(page, placed, skew, angle)
+
+
+#: An invoice a first user drew (written for this project): its columns start at fixed x.
+INVOICE_ROWS = (("Description", "Qty", "Unit price", "Amount"),
+                ("Widget assembly", "3", "12.50", "37.50"),
+                ("Copper cable 10m", "2", "8.00", "16.00"),
+                ("Mounting bracket", "5", "4.20", "21.00"),
+                ("Service fee", "1", "60.00", "60.00"),
+                ("Spare fuse pack", "7", "1.10", "7.70"))
+
+
+def invoice_page(rows=INVOICE_ROWS, lefts=(60, 900, 1200, 1600), width: int = 2000,
+                 font_path: str = LETTER_FONTS[0], size: int = 32, pitch: int = 70,
+                 skew: float = 0.0) -> tuple[Image.Image, list]:
+    """A table whose columns start at ``lefts`` (left-aligned cells, as a user lays one out),
+    rows ``pitch`` px apart in ``font_path`` at ``size`` px, skewed as :func:`letter_page`
+    but to the nearest pixel (as the user's Pillow ``rotate`` did).
+
+    Returns:
+        :func:`letter_page`'s ``(image, words)``, the words row by row, left to right.
+    """
+    from PIL import ImageFont
+
+    font = ImageFont.truetype(font_path, size)
+    page = Image.new("L", (width, 100 + len(rows) * pitch), 255)
+    draw = ImageDraw.Draw(page)
+    placed = []
+    for row, cells in enumerate(rows):
+        for cell, x in zip(cells, lefts):
+            for word in cell.split():
+                placed.append((word, _ink_box(draw, page.size, (x, 40 + row * pitch), word,
+                                              font)))
+                x += font.getlength(word + " ")
+    return _skewed_and_turned(page, placed, skew, 0, nearest=True)
 
 
 #: Two columns of prose the tests draw (written for this project).

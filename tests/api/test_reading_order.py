@@ -12,7 +12,8 @@ from PIL import Image
 from ocr_pipeline.text_evaluation import tokens
 
 from tests.helpers import pdftotext
-from tests.image_factory import columns_page, encode, letter_lines, letter_page, table_page
+from tests.image_factory import (LETTER_FONTS, columns_page, encode, invoice_page, letter_lines,
+                                 letter_page, table_page)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.triton]
 
@@ -55,6 +56,31 @@ def test_a_tables_rows_come_back_as_lines_with_their_quantities(api_client, live
     # Each quantity is a box of its own, in its row's line (the recognizer read it upright).
     quantities = [line[-3] for line in letter_lines(words)[1:]]
     assert [line["words"][-3]["text"] for line in body["lines"][1:]] == quantities
+
+
+@pytest.mark.parametrize("layout, tilt", [
+    # The first user's own invoice (DejaVu Sans 32 px, rows 70 px apart): its "1" above its "7"
+    # came back as one box, "17", and their rows as one line.
+    ({}, 3.0), ({}, -1.0),
+    # Tilted 1 degree, the lines' rectangles came out level (a tilt of 0.0) and the rows split
+    # or merged; and a "1" whose score runs into the "7" below it to 3 of 5 pixels.
+    (dict(lefts=(60, 842, 1173, 1570), font_path=LETTER_FONTS[1], size=40, pitch=64), 1.0),
+    (dict(lefts=(60, 1195, 1531, 1872), width=2400, font_path=LETTER_FONTS[2], size=28,
+          pitch=53), -1.0)])
+def test_an_invoice_laid_out_by_hand_reads_its_rows(api_client, live_triton, layout, tilt):
+    """Left-aligned columns, rows 1.9-2.2 lines apart, tilted to the nearest pixel."""
+    image, words = invoice_page(skew=tilt, **layout)
+    response = api_client.post("/api/ocr", {"image": io.BytesIO(encode(image))},
+                               format="multipart")
+    assert response.status_code == 200, response.content[:500]
+    rows = [" ".join(line) for line in letter_lines(words)]
+    assert rows[4:] == ["Service fee 1 60.00 60.00", "Spare fuse pack 7 1.10 7.70"]
+    answered = response.json()["text"].splitlines()
+    # Each row's numbers exactly (where two rows' digits ran into one box), its words as
+    # tokens; the heading's first aside (28-px print at 2,400 px read "Descríption").
+    assert [line.split()[-3:] for line in answered] == [row.split()[-3:] for row in rows]
+    assert [tokens(line) for line in answered[1:]] == [tokens(row) for row in rows[1:]]
+    assert tokens(answered[0])[1:] == ["qty", "unit", "price", "amount"]
 
 
 @pytest.mark.parametrize("seed, tilt, angle", [(60, 0.0, 0), (61, 3.0, 0), (62, -2.0, 90)])

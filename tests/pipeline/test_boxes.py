@@ -352,3 +352,35 @@ def test_a_row_of_short_cells_flanks_a_stack_of_its_digits():
     cells = sorted((box for box in found if 150 < box[:, 0].min() < 180), key=lambda b: b[0, 1])
     assert len(found) == 8 and len(cells) == 2
     assert float(cells[0][:, 1].mean()) < 20 < float(cells[1][:, 1].mean())
+
+
+def test_a_character_whose_region_score_parts_stays_whole_in_its_rows_cell():
+    """A tight table's "1" above a "7" whose bar and stem part at ``low_text`` (two blobs,
+    only the stem holding its row's centre): cut between the rows at the widest gap, the bar
+    kept with its stem, not left with the "1" or joining the two into "17" (first-user trial:
+    an invoice tilted 3 degrees read "Service fee Spare fuse pack 17")."""
+    region, link = tight_rows_maps((slice(10, 18), slice(160, 165)))
+    region[20:28, 160:165] = 0
+    region[20:22, 160:165] = 0.9                # the bar, 10 px
+    region[23:28, 162:164] = 0.9                # the stem, 1 px below it
+    found, _ = detect(region, link)
+    cells = sorted((box for box in found if 150 < box[:, 0].min() < 180), key=lambda b: b[0, 1])
+    assert len(found) == 6 and len(cells) == 2
+    assert [(float(b[:, 1].min()), float(b[:, 1].max())) for b in cells] == [(8, 19), (19, 29)]
+
+
+@pytest.mark.parametrize("rows, kept", [
+    (slice(24, 27), True),     # 9 px: under CRAFT's 10, at least ROW_MIN_AREA, in its row
+    (slice(24, 26), False),    # 6 px: a speck
+])
+def test_a_small_character_is_kept_only_where_its_row_holds_it(rows, kept):
+    """A lone "1" of a quantity cell comes as 8 or 9 score-map pixels at the default size."""
+    region, link = faint_cell_maps(0.9, slice(160, 165))
+    region[22:30, 160:165] = 0
+    region[rows, 161:164] = 0.9
+    found, _ = detect(region, link)
+    assert len(found) == 5 + kept
+    alone, _ = detect(*faint_cell_maps(0.0, slice(160, 165)))
+    region[22:30, 185:210] = 0                  # the row's number gone: nothing after it
+    found, _ = detect(region, link)
+    assert len(found) == len(alone) - 1

@@ -163,3 +163,21 @@ def test_a_level_table_of_word_boxes_whose_rows_start_with_capitals_stays_level(
     assert reading_order.text_tilt(boxes) == 0.0
     lines, _, _ = reading_order.layout(boxes)
     assert lines == [list(range(4 * row, 4 * row + 4)) for row in range(8)]
+
+
+@pytest.mark.parametrize("tilt", [-1.0, 1.0])
+def test_a_table_of_lines_fitted_level_at_one_degree_is_levelled_by_their_centres(tilt):
+    """At 1 degree a short line's rectangle comes out level (it rises a pixel along its
+    length), so the lines' directions tell 0.0; across a 2,400-px table the rows still rise
+    by one row's spacing. Their centres stack at the tilt, within PROFILE_REFINE_DEG."""
+    rise = math.tan(math.radians(tilt))
+    words = []
+    for row in range(7):
+        for left, width in ((60, 300), (1100, 24), (1450, 110), (2200, 130)):
+            centre = left + width / 2
+            words.append(box(left, 44 * row + centre * rise - 10,
+                             left + width, 44 * row + centre * rise + 10))
+    boxes = np.array(words, np.float32)
+    assert reading_order.text_tilt(boxes) == pytest.approx(tilt, abs=0.1)
+    lines, _, _ = reading_order.layout(boxes)
+    assert lines == [list(range(4 * row, 4 * row + 4)) for row in range(7)]

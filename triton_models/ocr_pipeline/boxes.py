@@ -69,6 +69,12 @@ ROWS_APART = 0.5
 #: tests draw none of them tilted, bench.reading none at all); no component of those pages
 #: outside a drawn word peaked between 0.4 and 0.7.
 ROW_PEAK_SHARE = 0.75
+#: Least score-map pixels of a component kept where a row holds it, as a faint one is: a lone
+#: "1", "4" or "7" of a quantity cell comes as 8 or 9 pixels (peaking at 0.54-0.59) at the
+#: default working size on invoice tables drawn in fonts of their own (24-40 px on pages
+#: 1,600-2,400 px wide), as bench.reading's seed 210 at +-5 degrees does; under CRAFT's
+#: :data:`MIN_COMPONENT_AREA` otherwise.
+ROW_MIN_AREA = 8
 #: A blob that runs across two rows is cut between them only where it narrows to this share of
 #: its widest on either side (a "1" or a "2" above a "7" at 1.3 lines: 1-3 pixels against 6-7,
 #: on drawn invoices of seeds the tests do not draw).
@@ -103,15 +109,15 @@ def detect_boxes(region: np.ndarray, link: np.ndarray, text_threshold: float,
     components, faint = [], []
     for label in range(1, count):
         x, y, w, h, area = (int(v) for v in stats[label])
-        if area < MIN_COMPONENT_AREA:
+        if area < ROW_MIN_AREA:
             continue
         window = (slice(y, y + h), slice(x, x + w))
         component = labels[window] == label
         peak = float(region[window][component].max())
-        if peak >= text_threshold:
+        if peak >= text_threshold and area >= MIN_COMPONENT_AREA:
             components.append((x, y, component))
         elif peak >= ROW_PEAK_SHARE * text_threshold:
-            faint.append((x, y, component))
+            faint.append((x, y, component))     # kept where a row holds it, as below
     if not components:
         return np.zeros((0, 4, 2), np.float32), np.zeros((0,), np.float32)
 
@@ -135,29 +141,34 @@ def detect_boxes(region: np.ndarray, link: np.ndarray, text_threshold: float,
         peak = float(region[window][component].max())
         return min_area_box(points, width, height), min(peak, 1.0)  # BF16 can overshoot 1
 
-    found = [box_of(*component) for component in components]
+    found = [box_of(*component) for component in components + faint]
     frame = np.array([box for box, _ in found], np.float32).reshape(-1, 4, 2)
-    across, horizontal = across_text(frame)
-    rows = PageRows(frame, horizontal, across)
+    confident = np.arange(len(frame)) < len(components)     # only these tell the page's rows
+    across, horizontal = across_text(frame, confident)
+    rows = PageRows(frame, horizontal, across, confident)
     pieces = []                             # (x, y, mask, box, score) per box
     for index, ((x, y, component), (box, score), cross) in enumerate(
-            zip(components, found, across)):
+            zip(components + faint, found, across)):
         # Across the page's text: a stack of table cells is cut into them, and a tall cell (a
         # lone "1" too) is widened so that it is not read as turned text. A box that holds two
         # of the page's rows is cut between them.
         cells = cells_of(x, y, component, text_mask, rows, index, cross) \
             if cross or rows.tall[index] else []
+        if not confident[index] and len(cells) <= 1:
+            # A faint component between the boxes of one of the page's rows is its character.
+            if rows.holds(box):
+                pieces.append((x, y, component, widened_cell(box, horizontal, width, height),
+                               score))
+            continue
         if len(cells) <= 1:
             cells = [(x, y, component, bool(cells) and cross)]
         for px, py, mask, cell in cells:
             piece, piece_score = (box, score) if mask is component else box_of(px, py, mask)
-            pieces.append((px, py, mask, widened_cell(piece, horizontal, width, height)
-                           if cell else piece, piece_score))
-    # A faint component between the boxes of one of the page's rows is its character.
-    for x, y, component in faint:
-        box, score = box_of(x, y, component)
-        if rows.holds(box):
-            pieces.append((x, y, component, widened_cell(box, horizontal, width, height), score))
+            # A faint stack of cells (a quantity column linked whole) keeps the cells that
+            # stand in a row between its boxes, as a faint character alone.
+            if confident[index] or rows.holds(piece):
+                pieces.append((px, py, mask, widened_cell(piece, horizontal, width, height)
+                               if cell else piece, piece_score))
     # Two columns' lines the link refiner joined across their gutter are cut apart there.
     for index, halves in reversed(across_gutters(pieces, text_mask, rows)):
         pieces[index:index + 1] = [(*half, *box_of(*half)) for half in halves]
@@ -165,7 +176,8 @@ def detect_boxes(region: np.ndarray, link: np.ndarray, text_threshold: float,
             np.array([piece[4] for piece in pieces], dtype=np.float32))
 
 
-def across_text(boxes: np.ndarray) -> tuple[np.ndarray, bool]:
+def across_text(boxes: np.ndarray, voters: np.ndarray | None = None
+                ) -> tuple[np.ndarray, bool]:
     """Which boxes run across the page's text.
 
     The page's text runs the way of its elongated boxes (long side at least
@@ -177,6 +189,8 @@ def across_text(boxes: np.ndarray) -> tuple[np.ndarray, bool]:
 
     Args:
         boxes: float32 ``[N, 4, 2]`` rectangles (:func:`min_area_box`).
+        voters: optional bool ``[N]``, the boxes whose areas tell the page's direction (all
+            when None).
 
     Returns:
         ``(across, horizontal)``: bool ``[N]``, and whether the page's text runs horizontally.
@@ -185,6 +199,8 @@ def across_text(boxes: np.ndarray) -> tuple[np.ndarray, bool]:
     length, across, degrees = box_sides(boxes)
     ratio = length / np.maximum(across, 1e-6)
     elongated = ratio >= STACK_MIN_ELONGATION
+    if voters is not None:
+        elongated = elongated & voters
     horizontal = np.abs(degrees) <= 45.0
     area = length * across
     weight = float(area[elongated & horizontal].sum() - area[elongated & ~horizontal].sum())
@@ -259,27 +275,30 @@ class PageRows:
         frame: float32 ``[N, 4, 2]`` the page's boxes (:func:`min_area_box`), score-map pixels.
         horizontal: the page's text runs horizontally (:func:`across_text`).
         across: bool ``[N]`` the boxes that run across the text (:func:`across_text`).
+        told: bool ``[N]`` the boxes that tell the rows, the tilt and the box height (the
+            confident ones; a faint character is asked about, never vouches).
 
     Attributes:
         tall: bool ``[N]`` boxes at least :data:`ROWS_TALL` times the median box height
             across the text.
     """
 
-    def __init__(self, frame: np.ndarray, horizontal: bool, across: np.ndarray):
+    def __init__(self, frame: np.ndarray, horizontal: bool, across: np.ndarray,
+                 told: np.ndarray):
         self.horizontal = horizontal
-        self.turn = level_turn(frame if horizontal else frame[..., ::-1])
+        self.turn = level_turn(frame[told] if horizontal else frame[told][..., ::-1])
         levelled = self.level(frame)
         tops, bottoms = levelled[..., 1].min(axis=1), levelled[..., 1].max(axis=1)
         self.lefts, self.rights = levelled[..., 0].min(axis=1), levelled[..., 0].max(axis=1)
         length, short, _ = box_sides(frame if horizontal else frame[..., ::-1])
-        along = ~across & (length >= STACK_MIN_ELONGATION * short)
+        along = told & ~across & (length >= STACK_MIN_ELONGATION * short)
         # The page's box height: that of boxes along the text (an upright digit's short side
         # is its width), or of all boxes when none is.
-        self.height = float(np.median(short[along] if along.any() else short))
+        self.height = float(np.median(short[along] if along.any() else short[told]))
         self.tall = bottoms - tops >= ROWS_TALL * self.height
         # Rows are told by every box neither across the text nor tall: with refine=false a
         # row's numbers come as short pieces ("4." and "50"), none as long as a word.
-        lines = ~across & ~self.tall
+        lines = told & ~across & ~self.tall
         self.centres = (tops + bottoms) / 2
         self.lines = np.flatnonzero(lines)[np.argsort(self.centres[lines], kind="stable")]
 
@@ -325,12 +344,6 @@ class PageRows:
         the median centre of one of the page's rows that flanks the box (:meth:`_rows`)."""
         return any(flanking for _, flanking in self._rows_of(span, own))
 
-    def apart(self, first: tuple[float, float], second: tuple[float, float], own: int) -> bool:
-        """Whether two spans across the text (levelled ``(start, end)``) of box ``own`` are in
-        two of the page's rows: each holds a row that flanks the box (:meth:`row_in`; two
-        rows' centres are :data:`ROWS_APART` box heights apart or more)."""
-        return self.row_in(first, own) and self.row_in(second, own)
-
     def between(self, span: tuple[float, float], own: int) -> list[tuple[float, float]]:
         """The neighbouring rows of the page centred in a span across the text (levelled
         ``(start, end)``) of box ``own``, each flanking it (:meth:`_rows`): ``(upper,
@@ -361,13 +374,13 @@ def cells_of(x: int, y: int, component: np.ndarray, text_mask: np.ndarray, rows:
     its characters overlap there); in a box across the text, a span that holds two of the
     page's rows is cut between them where it narrows (:meth:`PageRows.between`,
     :func:`_necks`). Neighbouring spans are cut apart at the middle of their gap when, in a box
-    across the text, it is at least :data:`STACK_GAP` times their median length, or when the
-    page has a row at each
-    (:meth:`PageRows.apart`: rows a tight table's spacing apart, whose cells' blobs nearly
-    touch). A piece is a cell when it is one span no longer than
-    :data:`STACK_CELL_RATIO` times the component's width along the text; a turned word's
-    letters are spans of their own, and a turned line's pieces are words. The cut is kept when
-    at least half the pieces are cells (two rows whose gap a stray blob fills stay one piece).
+    across the text, it is at least :data:`STACK_GAP` times their median length; and between
+    each two spans that hold one of the page's rows (:meth:`PageRows.row_in`: rows a tight
+    table's spacing apart, whose cells' blobs nearly touch), at the widest gap from the one to
+    the other (:func:`_row_gaps`). A piece is a cell when its spans reach no further than
+    :data:`STACK_CELL_RATIO` times the component's width along the text, and are one span or
+    hold one of the page's rows; a turned word's letters are spans of their own, and a turned
+    line's pieces are words. The cut is kept when at least half the pieces are cells.
 
     Args:
         x, y: the component window's top-left in score-map pixels.
@@ -407,8 +420,13 @@ def cells_of(x: int, y: int, component: np.ndarray, text_mask: np.ndarray, rows:
             spans[-1][1] = max(spans[-1][1], end)
         else:
             spans.append([start, end])
+    # A column one character wide (no wider than the page's lines are high) is a stack of
+    # cells: cut between two rows wherever it narrows (a "1" over a "7" whose scores run into
+    # each other down to 3 of 5-6 pixels at 1.5 lines' spacing).
+    narrow = np.ptp(offset[inked]) + 1 <= rows.height
     necks = [neck for span in spans
-             for neck in _necks(span, rows.between(span, index), position[inked])] \
+             for neck in _necks(span, rows.between(span, index), position[inked],
+                                1.0 if narrow else STACK_NECK)] \
         if across else []
     for neck in necks:                      # the span cut in two at its neck
         spans = [part for start, end in spans
@@ -417,11 +435,13 @@ def cells_of(x: int, y: int, component: np.ndarray, text_mask: np.ndarray, rows:
     # The gap is the empty pixels between two spans; a span's length, its pixels.
     lengths = [end - start + 1 for start, end in spans]
     least = STACK_GAP * float(np.median(lengths))
-    # A gap that a neck made is cut at that neck already.
     gaps = [(before[1] + after[0]) / 2 for before, after in zip(spans, spans[1:])
-            if not any(before[1] < neck < after[0] for neck in necks)
-            and (across and after[0] - before[1] - 1 >= least
-                 or rows.apart(before, after, index))]
+            if across and after[0] - before[1] - 1 >= least]
+    gaps += _row_gaps(spans, [rows.row_in(span, index) for span in spans])
+    # A gap that a neck made is cut at that neck already.
+    gaps = [gap for gap in gaps if not any(
+        before[1] < neck < after[0] and before[1] < gap < after[0]
+        for before, after in zip(spans, spans[1:]) for neck in necks)]
     cuts = sorted(set(necks) | set(gaps))
     longest_cell = STACK_CELL_RATIO * (np.ptp(offset[inked]) + 1)
     piece_of = np.searchsorted(np.array(cuts), position)
@@ -429,18 +449,37 @@ def cells_of(x: int, y: int, component: np.ndarray, text_mask: np.ndarray, rows:
     pieces = []
     for number in range(len(cuts) + 1):
         mine = piece_of == number
-        own = [length for length, piece in zip(lengths, span_piece) if piece == number]
+        own = [span for span, piece in zip(spans, span_piece) if piece == number]
         pieces.append((*_window(ys[mine] + y, xs[mine] + x),
-                       len(own) == 1 and own[0] <= longest_cell))
+                       bool(own) and own[-1][1] - own[0][0] + 1 <= longest_cell
+                       and (len(own) == 1 or rows.row_in((own[0][0], own[-1][1]), index))))
     return pieces if 2 * sum(cell for *_, cell in pieces) >= len(pieces) else []
 
 
-def _necks(span: list[float], rows: list[tuple[float, float]], inked: np.ndarray) -> list[float]:
+def _row_gaps(spans: list[list[float]], holding: list[bool]) -> list[float]:
+    """Where to cut ``spans`` (levelled ``[start, end]`` across the text, in order) between
+    each two that hold one of the page's rows (``holding``, :meth:`PageRows.row_in`): the
+    middle of the widest gap from the one to the other. A character of a row whose region
+    score parts at ``low_text`` (a "7"'s bar above its stem) is spans of its own, only one of
+    them holding the row; a cut at the first gap after each row would leave the rest of the
+    character with the row below, or, asked only of neighbouring spans, not cut at all."""
+    found = []
+    marks = [number for number, holds in enumerate(holding) if holds]
+    for first, last in zip(marks, marks[1:]):
+        middles = [((before[1] + after[0]) / 2, after[0] - before[1])
+                   for before, after in zip(spans[first:last], spans[first + 1:last + 1])]
+        found.append(max(middles, key=lambda middle: middle[1])[0])
+    return found
+
+
+def _necks(span: list[float], rows: list[tuple[float, float]], inked: np.ndarray,
+           share: float = STACK_NECK) -> list[float]:
     """Where ``span`` is cut between each two rows' centres (``rows``, :meth:`PageRows.
     between`): just after the pixel (across the text) where its characters' pixels
-    (``inked``: their positions across the text) are fewest, when that is at most
-    :data:`STACK_NECK` of the most on either side: two rows' cells whose region score runs
-    together (a "1" above a "7"), not one turned word of even width beside two rows."""
+    (``inked``: their positions across the text) are fewest (of several, the nearest the
+    middle of the two rows), when that is at most ``share`` of the most on either side, and
+    fewer: two rows' cells whose region score runs together (a "1" above a "7"), not one
+    turned word of even width beside two rows."""
     start, end = span
     counts = np.bincount((inked[(inked >= start) & (inked <= end)] - start).astype(int))
     necks = []
@@ -448,9 +487,11 @@ def _necks(span: list[float], rows: list[tuple[float, float]], inked: np.ndarray
         first, last = max(int(upper - start) + 1, 0), min(int(lower - start), len(counts))
         if first >= last:
             continue
-        neck = first + int(np.argmin(counts[first:last]))
+        fewest = first + np.flatnonzero(counts[first:last] == counts[first:last].min())
+        neck = int(fewest[np.argmin(np.abs(fewest + start + 0.5 - (upper + lower) / 2))])
         widest = min(counts[:neck].max(initial=0), counts[neck + 1:].max(initial=0))
-        if counts[neck] <= STACK_NECK * widest and start + neck + 0.5 < end:
+        if counts[neck] <= share * widest and counts[neck] < widest \
+                and start + neck + 0.5 < end:
             necks.append(start + neck + 0.5)
     return necks
 

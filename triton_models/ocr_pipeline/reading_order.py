@@ -39,9 +39,12 @@ TILT_ELONGATION = 2.0
 #: Most tilt, degrees either way, taken as a tilted horizontal line; a box steeper than that is
 #: vertical text or a turned region and tells nothing about the page's tilt.
 MAX_TILT_DEG = 15.0
-#: Least share of the boxes' area in boxes that tell the direction for the page to have a
-#: tilt: a few long tilted boxes among many short level words (a sign in a street photo) do not
-#: turn the page.
+#: Least share of the boxes' area in boxes that tell the direction for their directions to be
+#: taken: a few long tilted boxes among many short level words (a sign in a street photo) do
+#: not turn the page. Below it the tilt is where all the boxes' centres line up
+#: (:func:`_profile_tilt`): with ``refine=false`` a narrow font's characters come as boxes of
+#: their own, no longer than high (invoice tables of their own tilted 1-5 degrees: 0.0
+#: before, their rows split).
 MIN_TELLING_SHARE = 0.5
 #: Boxes at least this many times longer than high (lines) are trusted to tell the tilt by
 #: their own directions (then every telling box votes). A shorter word's rectangle is fitted
@@ -68,6 +71,19 @@ PROFILE_POINTS = 1_000_000
 #: drawn in five fonts of their own at 28 and 36 px with ``refine=false``: level, at most 1.1
 #: times level's sharpness; tilted 1-2 degrees, at least 1.8 times, at that tilt.
 PROFILE_GAIN = 1.25
+#: Most a page of lines' tilt, told by the lines' directions, is moved by where their centres
+#: line up (:func:`_profile_tilt`), degrees either way: a short line's rectangle is fitted to
+#: a few dilated score-map pixels and comes out level when the line rises by less than a pixel
+#: or two along it (an invoice table of its own at 1 degree: 15 of 28 boxes at 0.0, the page's
+#: tilt 0.0 and its rows split in two).
+PROFILE_REFINE_DEG = 2.0
+#: How much sharper than at the lines' direction their centres must stack for
+#: :data:`PROFILE_REFINE_DEG` to move it. Invoice tables drawn for this (seeds of their own,
+#: seven fonts at 24-40 px, 0 to +-5 degrees, served INT8 maps): where the directions were
+#: more than 0.5 degrees off (15 of 80 pages), 1.66-3.08 at the true tilt; level pages, at
+#: most 1.12; the shared images' photos, where the centres of a few lines of mixed sizes stack
+#: by chance, up to 1.57.
+PROFILE_REFINE_GAIN = 1.6
 #: Least rise of the text across the boxes' width, in median box heights, worth levelling:
 #: below it no line reaches into its neighbour's height, and the boxes are grouped as they are
 #: (a level page stays exactly as it was; a wide 300-dpi scan is levelled at half a degree).
@@ -137,15 +153,18 @@ def column_lines(boxes: np.ndarray) -> list[list[int]]:
 
 
 def text_tilt(boxes: np.ndarray) -> float:
-    """The text's tilt, from the boxes' own directions or, on a page of short word boxes,
-    from neighbouring words.
+    """The text's tilt, from the lines' own directions or, on a page of short word boxes,
+    from where the boxes' centres line up.
 
-    The boxes that tell it are at least :data:`TILT_ELONGATION` times as long as they are
-    high and within :data:`MAX_TILT_DEG` of level; 0.0 when they hold less than
-    :data:`MIN_TELLING_SHARE` of all boxes' area. When at least :data:`LINE_SHARE` of their
+    The boxes that tell a direction are at least :data:`TILT_ELONGATION` times as long as
+    they are high and within :data:`MAX_TILT_DEG` of level. When they hold at least
+    :data:`MIN_TELLING_SHARE` of all boxes' area and at least :data:`LINE_SHARE` of their
     length is in boxes of :data:`LINE_ELONGATION` (lines), the tilt is the median direction of
-    their long sides, each weighted by its length squared. Otherwise (a page of word boxes,
-    each fitted level) it is the angle at which their centres line up (:func:`_profile_tilt`).
+    their long sides, each weighted by its length squared, moved to where the boxes' centres
+    line up within :data:`PROFILE_REFINE_DEG` of it when they stack
+    :data:`PROFILE_REFINE_GAIN` times as sharply there. Otherwise (a page of word or
+    character boxes, each fitted level) it is the angle at which all the boxes' centres line
+    up (:func:`_profile_tilt`; 0.0 when no angle stands out).
 
     Args:
         boxes: float32 ``[N, 4, 2]`` corner points (x, y) of the upright page, pixels (y down),
@@ -166,25 +185,29 @@ def _tilt(boxes: np.ndarray, length: np.ndarray, across: np.ndarray,
     telling = ((length >= TILT_ELONGATION * across) & (across > 0)
                & (np.abs(degrees) <= MAX_TILT_DEG))
     areas = length * across
+    centres, height = boxes.mean(axis=1), float(np.median(across)) if len(across) else 0.0
     if not telling.any() or areas[telling].sum() < MIN_TELLING_SHARE * areas.sum():
-        return 0.0
+        return _profile_tilt(centres, height)
     lines = telling & (length >= LINE_ELONGATION * across)
     if length[lines].sum() < LINE_SHARE * length[telling].sum():
-        return _profile_tilt(boxes.mean(axis=1), float(np.median(across)))
+        return _profile_tilt(centres, height)
     # A box's direction is fitted to within about a pixel over its length: its error falls as
     # 1 / length, so its weight (the inverse of its variance) grows as length squared (drawn
     # tables at +-2..5 degrees: mean error 0.21 degrees weighted by length, 0.15 by its square).
-    return _weighted_median(degrees[telling], length[telling] ** 2)
+    tilt = _weighted_median(degrees[telling], length[telling] ** 2)
+    return _profile_tilt(centres, height, tilt, PROFILE_REFINE_DEG, PROFILE_REFINE_GAIN)
 
 
-def _profile_tilt(centres: np.ndarray, height: float) -> float:
+def _profile_tilt(centres: np.ndarray, height: float, around: float = 0.0,
+                  reach: float = MAX_TILT_DEG, gain: float = PROFILE_GAIN) -> float:
     """The angle, degrees, at which words' centres line up: projection-profile skew estimation
-    (Baird, "The skew angle of printed documents", 1987). For each angle within
-    :data:`MAX_TILT_DEG`, :data:`PROFILE_STEP_DEG` apart, the centres are projected across the
-    text into bins :data:`PROFILE_BIN` of ``height`` wide (twice, the second grid offset by
-    half a bin); the angle whose bins' squared counts sum highest stacks the lines sharpest
-    (the middle one where several do). 0.0 with fewer than :data:`MIN_PROFILE_WORDS` words,
-    or when that angle's sum is under :data:`PROFILE_GAIN` times level's.
+    (Baird, "The skew angle of printed documents", 1987). For each angle within ``reach`` of
+    ``around`` (and within :data:`MAX_TILT_DEG`), :data:`PROFILE_STEP_DEG` apart, the centres
+    are projected across the text into bins :data:`PROFILE_BIN` of ``height`` wide (twice,
+    the second grid offset by half a bin); the angle whose bins' squared counts sum highest
+    stacks the lines sharpest (the middle one where several do). ``around`` with fewer than
+    :data:`MIN_PROFILE_WORDS` words, or when that angle's sum is under ``gain`` times
+    ``around``'s.
 
     A word's centre sits higher or lower on its line with its capitals, descenders and
     brackets; the direction from one word to the next carries that (a capitalised first word
@@ -195,9 +218,10 @@ def _profile_tilt(centres: np.ndarray, height: float) -> float:
         height: the words' median height, pixels.
     """
     if len(centres) < MIN_PROFILE_WORDS or height <= 0:
-        return 0.0
-    steps = int(round(MAX_TILT_DEG / PROFILE_STEP_DEG))
-    angles = np.arange(-steps, steps + 1) * PROFILE_STEP_DEG
+        return around
+    steps = int(round(reach / PROFILE_STEP_DEG))
+    angles = np.clip(around + np.arange(-steps, steps + 1) * PROFILE_STEP_DEG,
+                     -MAX_TILT_DEG, MAX_TILT_DEG)
     radians = np.radians(angles)[:, None]
     energy = np.zeros(len(angles))
     chunk = max(1, PROFILE_POINTS // len(centres))      # memory: angles projected at once
@@ -209,8 +233,8 @@ def _profile_tilt(centres: np.ndarray, height: float) -> float:
             sum(np.square(np.bincount(np.floor(row + offset).astype(np.int64))).sum()
                 for offset in (0.0, 0.5)) for row in across]
     best = np.flatnonzero(energy == energy.max())
-    if energy[best[0]] < PROFILE_GAIN * energy[steps]:
-        return 0.0
+    if energy[best[0]] < gain * energy[steps]:
+        return around
     return float(angles[best[len(best) // 2]])
 
 
