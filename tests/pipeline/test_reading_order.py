@@ -181,3 +181,17 @@ def test_a_table_of_lines_fitted_level_at_one_degree_is_levelled_by_their_centre
     assert reading_order.text_tilt(boxes) == pytest.approx(tilt, abs=0.1)
     lines, _, _ = reading_order.layout(boxes)
     assert lines == [list(range(4 * row, 4 * row + 4)) for row in range(7)]
+
+
+@pytest.mark.parametrize("tilt", [0.0, 3.0, -3.0])
+def test_a_tilted_pages_paragraphs_are_its_upright_ones(tilt):
+    """A heading and two paragraphs of three lines, one line box each, 1,000 px long: tilted
+    3 degrees, each line's upright extent is 72 px taller than the line and reaches into the
+    next; levelled, the gaps and heights are the page's own."""
+    lines = [box(0, 0, 1000, 40)]
+    for top in (80, 206):                          # 26 px apart within, 74 px between
+        lines += [box(0, top + 26 * row, 1000, top + 26 * row + 20) for row in range(3)]
+    boxes = np.array([turned(line, tilt) for line in lines], np.float32)
+    found, _, paragraphs = reading_order.layout(boxes)
+    assert found == [[i] for i in range(7)]
+    assert paragraphs == [0, 1, 1, 1, 2, 2, 2]

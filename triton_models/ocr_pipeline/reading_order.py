@@ -13,12 +13,13 @@ boxes of a line by their left edge. The whole text is each line's box texts join
 space, lines joined by newlines; boxes whose text is empty are skipped. A line's polygon is the
 minimum-area rectangle of its boxes' corners.
 
-Paragraphs (:func:`paragraphs_of`, on the boxes as they are, not levelled), by layout as
+Paragraphs (:func:`paragraphs_of`, on the levelled boxes, as the lines), by layout as
 Google's ``fullTextAnnotation`` and Azure Read group lines: a line continues the paragraph of
 the line before it when the gap between them is at most :data:`PARAGRAPH_GAP` times their mean
 height, their heights differ by at most :data:`PARAGRAPH_SIZE_RATIO`, and their horizontal
 extents overlap by at least :data:`PARAGRAPH_OVERLAP` of the narrower one (a column of text; a
-caption beside a title is another paragraph). Heights are the median height of a line's boxes.
+caption beside a title is another paragraph). Heights are the median height of a line's boxes
+(a box with a direction, :data:`TILT_ELONGATION`: its own short side where that is less).
 
 Columns of prose (:func:`column_lines`, :mod:`ocr_pipeline.columns`) are read one after the
 other: the lines a gutter splits are grouped again on each side of it.
@@ -356,7 +357,12 @@ def paragraphs_of(boxes: np.ndarray, lines: list[list[int]]) -> list[int]:
         corners = boxes[line]
         top, bottom = float(corners[:, :, 1].min()), float(corners[:, :, 1].max())
         left, right = float(corners[:, :, 0].min()), float(corners[:, :, 0].max())
-        height = float(np.median(corners[:, :, 1].max(axis=1) - corners[:, :, 1].min(axis=1)))
+        # A line's own height, where its box has a direction: a box a fraction of a degree off
+        # the page's level stands taller than its line by its length times that angle.
+        length, short, _ = box_sides(corners)
+        extent = corners[:, :, 1].max(axis=1) - corners[:, :, 1].min(axis=1)
+        height = float(np.median(np.where(length >= TILT_ELONGATION * short,
+                                          np.minimum(short, extent), extent)))
         current = (top, bottom, left, right, max(height, 1e-6))
         if previous is None or not _same_paragraph(previous, current):
             found.append(len(set(found)))
@@ -395,7 +401,7 @@ def layout(boxes: np.ndarray, angle: int = 0, width: int = 0, height: int = 0,
     Returns:
         ``(lines, polygons, paragraphs)``: :func:`column_lines` of the levelled boxes; float32
         ``[L, 4, 2]`` each line's rectangle in the turned image's pixels, clockwise from the
-        text's top-left; :func:`paragraphs_of` of the upright boxes for each line.
+        text's top-left; :func:`paragraphs_of` of the levelled boxes for each line.
     """
     upright = to_upright(np.asarray(boxes, np.float32).reshape(-1, 4, 2), angle, width, height)
     levelled = level(upright)
@@ -407,7 +413,6 @@ def layout(boxes: np.ndarray, angle: int = 0, width: int = 0, height: int = 0,
             if sum(weights) > 0:
                 line.reverse()
                 polygons[number] = np.roll(polygons[number], -2, axis=0)
-    # Paragraphs keep the unlevelled frame for now: measured level, a tilted sign's heading and
-    # its smaller lines part (korean.png: 72 vs 45 px, past PARAGRAPH_SIZE_RATIO), which the
-    # answers documented so far keep as one paragraph.
-    return lines, from_upright(polygons, angle, width, height), paragraphs_of(upright, lines)
+    # Paragraphs are found level too: a tilted line's upright extent is taller than the line,
+    # and every line of a page tilted 2 degrees reached into the next (one paragraph).
+    return lines, from_upright(polygons, angle, width, height), paragraphs_of(levelled, lines)
