@@ -29,8 +29,8 @@ def test_response_follows_the_documented_contract(api_client, live_triton):
     assert set(body) == {"request_id", "model", "image", "text", "boxes", "lines", "paragraphs",
                          "timing_ms"}
     assert [line["boxes"] for line in body["lines"]] == [[0, 1], [2, 3], [4, 5]]
-    # The names, their romanisation and the distances: past PARAGRAPH_SIZE_RATIO (72 against
-    # 45 px) and PARAGRAPH_GAP once levelled.
+    # The names, their romanisation and the distances: past PARAGRAPH_SIZE_RATIO (73 against
+    # 40 px) and PARAGRAPH_GAP once levelled.
     assert [p["lines"] for p in body["paragraphs"]] == [[0], [1], [2]]
     assert body["request_id"] == response["X-Request-ID"]
     assert body["model"] == {"name": "ensemble_ocr", "version": "1"}

@@ -68,7 +68,7 @@ def test_a_tables_rows_come_back_as_lines_with_their_quantities(api_client, live
     (dict(lefts=(60, 1195, 1531, 1872), width=2400, font_path=LETTER_FONTS[2], size=28,
           pitch=53), -1.0)])
 def test_an_invoice_laid_out_by_hand_reads_its_rows(api_client, live_triton, layout, tilt):
-    """Left-aligned columns, rows 1.9-2.2 lines apart, tilted to the nearest pixel."""
+    """Left-aligned columns, rows 1.6-2.2 lines apart, tilted to the nearest pixel."""
     image, words = invoice_page(skew=tilt, **layout)
     response = api_client.post("/api/ocr", {"image": io.BytesIO(encode(image))},
                                format="multipart")

@@ -208,6 +208,17 @@ def test_two_columns_lines_joined_across_their_gutter_are_cut_there():
     assert float(title[:, 0].min()) < 10 and float(title[:, 0].max()) > 240   # not cut
 
 
+def column_of(found):
+    """The boxes whose left edge lies between 150 and 180 px (the quantity column of the maps
+    below), top to bottom."""
+    return sorted((box for box in found if 150 < box[:, 0].min() < 180), key=lambda b: b[0, 1])
+
+
+def extents(boxes):
+    """Each box's ``(top, bottom)``, px."""
+    return [(float(box[:, 1].min()), float(box[:, 1].max())) for box in boxes]
+
+
 def tight_rows_maps(column: tuple[slice, slice]):
     """Two rows of a tight table (rows 2 px apart): in each, a long cell (the page's text runs
     horizontally), a character and a number; ``column``, a region blob ``(rows, columns)``
@@ -224,9 +235,9 @@ def tight_rows_maps(column: tuple[slice, slice]):
 def test_stacked_characters_in_two_of_the_pages_rows_are_cut_apart_however_close():
     # 2 px apart: under STACK_GAP's 4, but each character beside its own row's cell.
     found, _ = detect(*tight_rows_maps((slice(10, 18), slice(160, 165))))
-    cells = sorted((box for box in found if 150 < box[:, 0].min() < 180), key=lambda b: b[0, 1])
+    cells = column_of(found)
     assert len(found) == 6 and len(cells) == 2
-    assert [(float(b[:, 1].min()), float(b[:, 1].max())) for b in cells] == [(8, 19), (18, 29)]
+    assert extents(cells) == [(8, 19), (18, 29)]
 
 
 def test_a_heading_linked_to_the_cell_below_it_is_cut_from_it():
@@ -293,9 +304,9 @@ def test_a_row_is_taken_whole_when_its_long_cell_sits_lower_than_the_character()
     region[20:28, 10:120] = 0
     region[23:33, 10:120] = 0.9
     found, _ = detect(region, link)
-    cells = sorted((box for box in found if 150 < box[:, 0].min() < 180), key=lambda b: b[0, 1])
+    cells = column_of(found)
     assert len(found) == 6 and len(cells) == 2
-    assert [(float(b[:, 1].min()), float(b[:, 1].max())) for b in cells] == [(8, 19), (18, 29)]
+    assert extents(cells) == [(8, 19), (18, 29)]
 
 
 def faint_cell_maps(peak: float, column: slice):
@@ -349,38 +360,66 @@ def test_a_row_of_short_cells_flanks_a_stack_of_its_digits():
     region[10:18, 160:165] = region[20:28, 160:165] = 0.9          # the quantities, 2 px
     link[14:24, 161:164] = 0.8                                     # apart and linked
     found, _ = detect(region, link)
-    cells = sorted((box for box in found if 150 < box[:, 0].min() < 180), key=lambda b: b[0, 1])
+    cells = column_of(found)
     assert len(found) == 8 and len(cells) == 2
     assert float(cells[0][:, 1].mean()) < 20 < float(cells[1][:, 1].mean())
 
 
-def test_a_character_whose_region_score_parts_stays_whole_in_its_rows_cell():
-    """A tight table's "1" above a "7" whose bar and stem part at ``low_text`` (two blobs,
-    only the stem holding its row's centre): cut between the rows at the widest gap, the bar
-    kept with its stem, not left with the "1" or joining the two into "17" (first-user trial:
-    an invoice tilted 3 degrees read "Service fee Spare fuse pack 17")."""
-    region, link = tight_rows_maps((slice(10, 18), slice(160, 165)))
-    region[20:28, 160:165] = 0
-    region[20:22, 160:165] = 0.9                # the bar, 10 px
-    region[23:28, 162:164] = 0.9                # the stem, 1 px below it
-    found, _ = detect(region, link)
-    cells = sorted((box for box in found if 150 < box[:, 0].min() < 180), key=lambda b: b[0, 1])
-    assert len(found) == 6 and len(cells) == 2
-    assert [(float(b[:, 1].min()), float(b[:, 1].max())) for b in cells] == [(8, 19), (19, 29)]
 
-
-@pytest.mark.parametrize("rows, kept", [
-    (slice(24, 27), True),     # 9 px: under CRAFT's 10, at least ROW_MIN_AREA, in its row
-    (slice(24, 26), False),    # 6 px: a speck
+@pytest.mark.parametrize("rows, columns, kept", [
+    (slice(24, 27), slice(161, 164), True),    # 9 px: under CRAFT's 10, in its row
+    (slice(24, 28), slice(161, 163), True),    # 8 px: ROW_MIN_AREA
+    (slice(24, 31), slice(162, 163), False),   # 7 px: a speck
 ])
-def test_a_small_character_is_kept_only_where_its_row_holds_it(rows, kept):
+def test_a_small_character_is_kept_only_where_its_row_holds_it(rows, columns, kept):
     """A lone "1" of a quantity cell comes as 8 or 9 score-map pixels at the default size."""
     region, link = faint_cell_maps(0.9, slice(160, 165))
     region[22:30, 160:165] = 0
-    region[rows, 161:164] = 0.9
+    region[rows, columns] = 0.9
     found, _ = detect(region, link)
     assert len(found) == 5 + kept
     alone, _ = detect(*faint_cell_maps(0.0, slice(160, 165)))
     region[22:30, 185:210] = 0                  # the row's number gone: nothing after it
     found, _ = detect(region, link)
     assert len(found) == len(alone) - 1
+
+
+def _faint_column(region):          # both rows' characters scored 0.6, linked into one column
+    region[10:18, 160:165] = region[20:28, 160:165] = 0.6
+
+
+def _one_wide_neck(region):         # a "1" running into the "7" below down to 3 of its 5 px
+    region[18:20, 160:165] = 0
+    region[18:20, 161:164] = 0.9
+
+
+def _foot_parted(region):           # the upper character's foot parted from it at low_text
+    region[10:18, 160:165] = 0
+    region[10:15, 160:165] = region[16:18, 160:165] = 0.9
+
+
+def _seven_parted(region):          # the lower "7"'s bar parted from its stem at low_text
+    region[20:28, 160:165] = 0
+    region[20:22, 160:165] = 0.9
+    region[23:28, 162:164] = 0.9
+
+
+@pytest.mark.parametrize("edit, cells", [
+    # Faint (under text_threshold, at least ROW_PEAK_SHARE of it): cut into cells, each kept
+    # between its row's boxes.
+    (_faint_column, [(8, 19), (18, 29)]),
+    # Over STACK_NECK of the widest, but a column one character wide (STACK_NARROW): cut
+    # where it narrows between the rows.
+    (_one_wide_neck, [(8, 20), (17, 29)]),
+    # The foot holds no row: cut at the widest gap from one row's span to the next, not the
+    # first, so the foot stays with its character.
+    (_foot_parted, [(8, 19), (18, 29)]),
+    # Only the stem holds its row: the bar stays with it, not with the "1" and not joining
+    # them into "17" (first-user trial: an invoice tilted 3 degrees read "Service fee Spare
+    # fuse pack 17").
+    (_seven_parted, [(8, 19), (19, 29)])])
+def test_two_tight_rows_quantities_come_apart_into_their_own_cells(edit, cells):
+    region, link = tight_rows_maps((slice(10, 18), slice(160, 165)))
+    edit(region)
+    found, _ = detect(region, link)
+    assert len(found) == 6 and extents(column_of(found)) == cells

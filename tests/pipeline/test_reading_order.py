@@ -169,11 +169,12 @@ def test_a_level_table_of_word_boxes_whose_rows_start_with_capitals_stays_level(
 def test_a_table_of_lines_fitted_level_at_one_degree_is_levelled_by_their_centres(tilt):
     """At 1 degree a short line's rectangle comes out level (it rises a pixel along its
     length), so the lines' directions tell 0.0; across a 2,400-px table the rows still rise
-    by one row's spacing. Their centres stack at the tilt, within PROFILE_REFINE_DEG."""
+    by one row's spacing. Their centres stack at the tilt, within what rectangles of cells
+    5.5-7 heights long miss (PROFILE_REFINE_RISE: 1.6 degrees)."""
     rise = math.tan(math.radians(tilt))
     words = []
     for row in range(7):
-        for left, width in ((60, 300), (1100, 24), (1450, 110), (2200, 130)):
+        for left, width in ((60, 140), (1100, 24), (1450, 110), (2200, 130)):
             centre = left + width / 2
             words.append(box(left, 44 * row + centre * rise - 10,
                              left + width, 44 * row + centre * rise + 10))
@@ -186,8 +187,8 @@ def test_a_table_of_lines_fitted_level_at_one_degree_is_levelled_by_their_centre
 @pytest.mark.parametrize("tilt", [0.0, 3.0, -3.0])
 def test_a_tilted_pages_paragraphs_are_its_upright_ones(tilt):
     """A heading and two paragraphs of three lines, one line box each, 1,000 px long: tilted
-    3 degrees, each line's upright extent is 72 px taller than the line and reaches into the
-    next; levelled, the gaps and heights are the page's own."""
+    3 degrees, each line's upright extent is some 52 px taller than the line and reaches into
+    the next; levelled, the gaps and heights are the page's own."""
     lines = [box(0, 0, 1000, 40)]
     for top in (80, 206):                          # 26 px apart within, 74 px between
         lines += [box(0, top + 26 * row, 1000, top + 26 * row + 20) for row in range(3)]
@@ -195,3 +196,27 @@ def test_a_tilted_pages_paragraphs_are_its_upright_ones(tilt):
     found, _, paragraphs = reading_order.layout(boxes)
     assert found == [[i] for i in range(7)]
     assert paragraphs == [0, 1, 1, 1, 2, 2, 2]
+
+
+def test_two_level_columns_whose_baselines_differ_are_not_turned():
+    """Level prose in two columns, the right one's lines set 15 px lower: at 1.7 degrees each
+    bin holds a line of each column (twice as sharp as level), but a rectangle 400 px long
+    tells its direction to within a fraction of that (PROFILE_REFINE_RISE)."""
+    lines = []
+    for row in range(10):
+        lines += [box(50, 40 * row, 450, 40 * row + 26),
+                  box(550, 40 * row + 15, 950, 40 * row + 41)]
+    boxes = np.array(lines, np.float32)
+    assert reading_order.text_tilt(boxes) == 0.0
+    found, _, _ = reading_order.layout(boxes)
+    assert found == [[i] for i in range(0, 20, 2)] + [[i] for i in range(1, 20, 2)]
+
+
+def test_a_few_scattered_characters_do_not_tilt_the_page():
+    """Near-square boxes (no direction) scattered over a photo: fewer than
+    CHARACTERS_MIN_BOXES, whatever angle their centres happen to stack at."""
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        xs, ys = rng.uniform(0, 600, 14), rng.uniform(0, 400, 14)
+        boxes = np.array([box(x, y, x + 30, y + 30) for x, y in zip(xs, ys)], np.float32)
+        assert reading_order.text_tilt(boxes) == 0.0

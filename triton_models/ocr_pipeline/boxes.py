@@ -6,9 +6,9 @@ Awareness for Text Detection", CVPR 2019; clovaai/CRAFT-pytorch ``craft_utils.ge
 1. binarise the region score at ``low_text`` and the link (affinity or refined) score at
    ``link_threshold``; their union is split into 4-connected components;
 2. drop components under 10 pixels and those whose peak region score is below
-   ``text_threshold`` (this service keeps one from :data:`ROW_PEAK_SHARE` of it that sits
-   in a row of the page's text, between that row's boxes: a faint lone digit in a table's
-   cell, :meth:`PageRows.holds`);
+   ``text_threshold`` (this service keeps one from :data:`ROW_PEAK_SHARE` of it, or of
+   :data:`ROW_MIN_AREA` pixels, that sits in a row of the page's text, between that row's
+   boxes: a faint or small lone digit in a table's cell, :meth:`PageRows.holds`);
 3. remove pure-link pixels, dilate the component by a square whose side grows with the
    component's density, and fit a minimum-area rectangle to it;
 4. near-square rectangles (side ratio within 10 %) are replaced by the axis-aligned bounding
@@ -77,8 +77,14 @@ ROW_PEAK_SHARE = 0.75
 ROW_MIN_AREA = 8
 #: A blob that runs across two rows is cut between them only where it narrows to this share of
 #: its widest on either side (a "1" or a "2" above a "7" at 1.3 lines: 1-3 pixels against 6-7,
-#: on drawn invoices of seeds the tests do not draw).
+#: on drawn invoices of seeds the tests do not draw), unless it is one character wide
+#: (:data:`STACK_NARROW`): then wherever it narrows.
 STACK_NECK = 0.5
+#: A column whose characters' pixels span at most this share of the page's box height along
+#: the text is one character wide, a stack of cells: a digit's region blob is about half a
+#: line's box high wide (the box is dilated), two characters side by side a box height or more.
+#: A "1" above a "7" at 1.6 lines ran together down to 3 of 5-6 pixels, over STACK_NECK.
+STACK_NARROW = 0.75
 
 
 def detect_boxes(region: np.ndarray, link: np.ndarray, text_threshold: float,
@@ -98,7 +104,8 @@ def detect_boxes(region: np.ndarray, link: np.ndarray, text_threshold: float,
         clockwise from the top-left-most corner, clipped to ``[0, w] x [0, h]``; float32 ``[N]``
         peak region score of each box, at most 1. Boxes come in connected-component label order,
         a cut component's cells together in its place (in order across the text), then the
-        faint characters a row holds; a widened cell may reach past its component's pixels.
+        faint or small characters a row holds (in the same order); a widened cell may reach
+        past its component's pixels.
     """
     height, width = region.shape
     text_mask = region > low_text
@@ -194,7 +201,8 @@ def across_text(boxes: np.ndarray, voters: np.ndarray | None = None
 
     Returns:
         ``(across, horizontal)``: bool ``[N]``, and whether the page's text runs horizontally.
-        No box runs across when none is elongated or the two directions' areas are equal.
+        No box runs across when no voter is elongated or the two directions' areas are
+        equal.
     """
     length, across, degrees = box_sides(boxes)
     ratio = length / np.maximum(across, 1e-6)
@@ -267,9 +275,9 @@ class PageRows:
     """The page's rows, for cutting a box that holds more than one of them, keeping a faint
     character between a row's boxes, and levelling the page for :func:`across_gutters`.
 
-    Positions are levelled (:func:`~ocr_pipeline.reading_order.level_turn` of all the boxes,
-    a vertical page's turned a quarter first): ``x`` along the page's text, ``y`` across it,
-    score-map pixels.
+    Positions are levelled (:func:`~ocr_pipeline.reading_order.level_turn` of the boxes that
+    tell the rows, a vertical page's turned a quarter first): ``x`` along the page's text,
+    ``y`` across it, score-map pixels.
 
     Args:
         frame: float32 ``[N, 4, 2]`` the page's boxes (:func:`min_area_box`), score-map pixels.
@@ -292,12 +300,12 @@ class PageRows:
         self.lefts, self.rights = levelled[..., 0].min(axis=1), levelled[..., 0].max(axis=1)
         length, short, _ = box_sides(frame if horizontal else frame[..., ::-1])
         along = told & ~across & (length >= STACK_MIN_ELONGATION * short)
-        # The page's box height: that of boxes along the text (an upright digit's short side
-        # is its width), or of all boxes when none is.
+        # The page's box height: that of the telling boxes along the text (an upright digit's
+        # short side is its width), or of all telling boxes when none is.
         self.height = float(np.median(short[along] if along.any() else short[told]))
         self.tall = bottoms - tops >= ROWS_TALL * self.height
-        # Rows are told by every box neither across the text nor tall: with refine=false a
-        # row's numbers come as short pieces ("4." and "50"), none as long as a word.
+        # Rows are told by every telling box neither across the text nor tall: with
+        # refine=false a row's numbers come as short pieces ("4." and "50"), no word's length.
         lines = told & ~across & ~self.tall
         self.centres = (tops + bottoms) / 2
         self.lines = np.flatnonzero(lines)[np.argsort(self.centres[lines], kind="stable")]
@@ -324,9 +332,10 @@ class PageRows:
         """The page's rows whose median centre across the text lies in ``[start, end]``
         (levelled), in order: ``(median centre, flanking)`` each, flanking when the row's
         boxes stand before ``left`` and after ``right`` (:meth:`_flanks`). A row is a run of
-        the boxes neither across the text nor tall (box ``own`` aside) whose centres are less than
-        :data:`ROWS_APART` box heights from the one before, taken whole: a row's box centred
-        a little past the span (a word with descenders beside a digit) is in it."""
+        the telling boxes neither across the text nor tall (box ``own`` aside) whose centres are
+        less than
+        :data:`ROWS_APART` box heights from the one before, taken whole: a row's box
+        centred a little past the span (a word with descenders beside a digit) is in it."""
         lines = self.lines[self.lines != own]
         reach = ROWS_APART * self.height
         near = lines[(self.centres[lines] > start - reach) & (self.centres[lines] < end + reach)]
@@ -353,7 +362,7 @@ class PageRows:
                 in zip(rows, rows[1:]) if flanks_upper and flanks_lower]
 
     def holds(self, box: np.ndarray) -> bool:
-        """Whether a box (float32 ``[4, 2]``, not one of the page's) stands in one of the
+        """Whether a box (float32 ``[4, 2]``, none of the rows' own) stands in one of the
         page's rows, between its boxes: no taller across the text than :data:`ROWS_TALL` box
         heights, and the median centre of a row (:meth:`_rows`) whose boxes stand before and
         after it lies within its extent across the text."""
@@ -420,10 +429,9 @@ def cells_of(x: int, y: int, component: np.ndarray, text_mask: np.ndarray, rows:
             spans[-1][1] = max(spans[-1][1], end)
         else:
             spans.append([start, end])
-    # A column one character wide (no wider than the page's lines are high) is a stack of
-    # cells: cut between two rows wherever it narrows (a "1" over a "7" whose scores run into
-    # each other down to 3 of 5-6 pixels at 1.5 lines' spacing).
-    narrow = np.ptp(offset[inked]) + 1 <= rows.height
+    # A column one character wide is a stack of cells: cut between two rows wherever it
+    # narrows (a "1" over a "7" whose scores run into each other down to 3 of 5-6 pixels).
+    narrow = np.ptp(offset[inked]) + 1 <= STACK_NARROW * rows.height
     necks = [neck for span in spans
              for neck in _necks(span, rows.between(span, index), position[inked],
                                 1.0 if narrow else STACK_NECK)] \

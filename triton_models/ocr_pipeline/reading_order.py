@@ -19,7 +19,8 @@ the line before it when the gap between them is at most :data:`PARAGRAPH_GAP` ti
 height, their heights differ by at most :data:`PARAGRAPH_SIZE_RATIO`, and their horizontal
 extents overlap by at least :data:`PARAGRAPH_OVERLAP` of the narrower one (a column of text; a
 caption beside a title is another paragraph). Heights are the median height of a line's boxes
-(a box with a direction, :data:`TILT_ELONGATION`: its own short side where that is less).
+(a box with a direction along the text, :data:`TILT_ELONGATION`: its own short side where
+that is less).
 
 Columns of prose (:func:`column_lines`, :mod:`ocr_pipeline.columns`) are read one after the
 other: the lines a gutter splits are grouped again on each side of it.
@@ -72,19 +73,32 @@ PROFILE_POINTS = 1_000_000
 #: drawn in five fonts of their own at 28 and 36 px with ``refine=false``: level, at most 1.1
 #: times level's sharpness; tilted 1-2 degrees, at least 1.8 times, at that tilt.
 PROFILE_GAIN = 1.25
-#: Most a page of lines' tilt, told by the lines' directions, is moved by where their centres
-#: line up (:func:`_profile_tilt`), degrees either way: a short line's rectangle is fitted to
-#: a few dilated score-map pixels and comes out level when the line rises by less than a pixel
-#: or two along it (an invoice table of its own at 1 degree: 15 of 28 boxes at 0.0, the page's
-#: tilt 0.0 and its rows split in two).
-PROFILE_REFINE_DEG = 2.0
+#: How far a line may rise along its box, in the line's height, and its rectangle still come
+#: out level: a rectangle is fitted to dilated score-map pixels, and a 10-pixel line rising 2
+#: of them along it is one (an invoice table of its own at 1 degree: 15 of 28 boxes at 0.0,
+#: the page's tilt 0.0 and its rows split in two). A page of lines' tilt, told by the lines'
+#: directions, is moved by where their centres line up (:func:`_profile_tilt`) by at most
+#: ``atan(PROFILE_REFINE_RISE / (length / height))`` of its lines: 1.5-2 degrees for a table's
+#: short cells (6-8 heights long; the directions of the drawn tables below were up to 1.3
+#: degrees off), under 0.6 for a column of prose, whose centres may stack by chance at a
+#: column's baselines set lower than the next one's.
+PROFILE_REFINE_RISE = 0.2
 #: How much sharper than at the lines' direction their centres must stack for
-#: :data:`PROFILE_REFINE_DEG` to move it. Invoice tables drawn for this (seeds of their own,
+#: :data:`PROFILE_REFINE_RISE` to move it. Invoice tables drawn for this (seeds of their own,
 #: seven fonts at 24-40 px, 0 to +-5 degrees, served INT8 maps): where the directions were
-#: more than 0.5 degrees off (15 of 80 pages), 1.66-3.08 at the true tilt; level pages, at
+#: more than 0.5 degrees off (15 of 80 pages), 1.66-3.15 at the true tilt; level pages, at
 #: most 1.12; the shared images' photos, where the centres of a few lines of mixed sizes stack
 #: by chance, up to 1.57.
 PROFILE_REFINE_GAIN = 1.6
+#: A page whose direction-telling boxes hold under :data:`MIN_TELLING_SHARE` of the area (its
+#: characters' boxes, or a photo's scattered signs) is levelled where its boxes' centres line
+#: up only with this many boxes at least, stacked this many times as sharply as level: the
+#: same invoice tables read with ``refine=false`` in narrow fonts (33-63 boxes) stack 2.8-3.9
+#: times as sharply at their tilt and at most 1.03 level; boxes scattered at random over a
+#: 600 x 400 page stack by chance at some angle up to 2.4 times as sharply with 8 of them,
+#: 1.9 with 14, 1.6-1.7 with 20-40 (100 pages each).
+CHARACTERS_MIN_BOXES = 20
+CHARACTERS_GAIN = 2.0
 #: Least rise of the text across the boxes' width, in median box heights, worth levelling:
 #: below it no line reaches into its neighbour's height, and the boxes are grouped as they are
 #: (a level page stays exactly as it was; a wide 300-dpi scan is levelled at half a degree).
@@ -162,10 +176,13 @@ def text_tilt(boxes: np.ndarray) -> float:
     :data:`MIN_TELLING_SHARE` of all boxes' area and at least :data:`LINE_SHARE` of their
     length is in boxes of :data:`LINE_ELONGATION` (lines), the tilt is the median direction of
     their long sides, each weighted by its length squared, moved to where the boxes' centres
-    line up within :data:`PROFILE_REFINE_DEG` of it when they stack
-    :data:`PROFILE_REFINE_GAIN` times as sharply there. Otherwise (a page of word or
-    character boxes, each fitted level) it is the angle at which all the boxes' centres line
-    up (:func:`_profile_tilt`; 0.0 when no angle stands out).
+    line up, by at most what a rectangle of the lines' length misses
+    (:data:`PROFILE_REFINE_RISE`), when they stack :data:`PROFILE_REFINE_GAIN` times as
+    sharply there. With fewer lines (a page of word boxes, each fitted level) it is the angle
+    at which all the boxes' centres line up (:func:`_profile_tilt`; 0.0 when no angle stands
+    out); with fewer telling boxes (characters, scattered signs), the same for at least
+    :data:`CHARACTERS_MIN_BOXES` boxes not steeper than :data:`MAX_TILT_DEG`, stacked
+    :data:`CHARACTERS_GAIN` times as sharply as level, else 0.0.
 
     Args:
         boxes: float32 ``[N, 4, 2]`` corner points (x, y) of the upright page, pixels (y down),
@@ -188,15 +205,22 @@ def _tilt(boxes: np.ndarray, length: np.ndarray, across: np.ndarray,
     areas = length * across
     centres, height = boxes.mean(axis=1), float(np.median(across)) if len(across) else 0.0
     if not telling.any() or areas[telling].sum() < MIN_TELLING_SHARE * areas.sum():
-        return _profile_tilt(centres, height)
+        # Characters or scattered boxes; vertical text's boxes tell nothing of the tilt.
+        flat = ~((length >= TILT_ELONGATION * across) & (np.abs(degrees) > MAX_TILT_DEG))
+        if flat.sum() < CHARACTERS_MIN_BOXES:
+            return 0.0
+        return _profile_tilt(centres[flat], height, gain=CHARACTERS_GAIN)
     lines = telling & (length >= LINE_ELONGATION * across)
     if length[lines].sum() < LINE_SHARE * length[telling].sum():
         return _profile_tilt(centres, height)
     # A box's direction is fitted to within about a pixel over its length: its error falls as
     # 1 / length, so its weight (the inverse of its variance) grows as length squared (drawn
     # tables at +-2..5 degrees: mean error 0.21 degrees weighted by length, 0.15 by its square).
-    tilt = _weighted_median(degrees[telling], length[telling] ** 2)
-    return _profile_tilt(centres, height, tilt, PROFILE_REFINE_DEG, PROFILE_REFINE_GAIN)
+    weights = length[telling] ** 2
+    tilt = _weighted_median(degrees[telling], weights)
+    heights_long = _weighted_median(length[telling] / across[telling], weights)
+    reach = float(np.degrees(np.arctan(PROFILE_REFINE_RISE / heights_long)))
+    return _profile_tilt(centres, height, tilt, reach, PROFILE_REFINE_GAIN)
 
 
 def _profile_tilt(centres: np.ndarray, height: float, around: float = 0.0,
@@ -217,12 +241,20 @@ def _profile_tilt(centres: np.ndarray, height: float, around: float = 0.0,
     Args:
         centres: float ``[N, 2]`` the words' centres (x, y; y down), pixels.
         height: the words' median height, pixels.
+        around: the angle searched about, degrees (within :data:`MAX_TILT_DEG`).
+        reach: how far either side of it, degrees.
+        gain: how many times ``around``'s sum the best must reach.
+
+    Returns:
+        degrees, ``atan2(dy, dx)`` of the lines' direction as :func:`text_tilt`'s.
     """
     if len(centres) < MIN_PROFILE_WORDS or height <= 0:
         return around
     steps = int(round(reach / PROFILE_STEP_DEG))
-    angles = np.clip(around + np.arange(-steps, steps + 1) * PROFILE_STEP_DEG,
-                     -MAX_TILT_DEG, MAX_TILT_DEG)
+    offsets = np.arange(-steps, steps + 1)
+    offsets = offsets[np.abs(around + offsets * PROFILE_STEP_DEG) <= MAX_TILT_DEG + 1e-9]
+    angles = around + offsets * PROFILE_STEP_DEG
+    base = int(np.flatnonzero(offsets == 0)[0])          # ``around`` itself
     radians = np.radians(angles)[:, None]
     energy = np.zeros(len(angles))
     chunk = max(1, PROFILE_POINTS // len(centres))      # memory: angles projected at once
@@ -234,7 +266,7 @@ def _profile_tilt(centres: np.ndarray, height: float, around: float = 0.0,
             sum(np.square(np.bincount(np.floor(row + offset).astype(np.int64))).sum()
                 for offset in (0.0, 0.5)) for row in across]
     best = np.flatnonzero(energy == energy.max())
-    if energy[best[0]] < gain * energy[steps]:
+    if energy[best[0]] < gain * energy[base]:
         return around
     return float(angles[best[len(best) // 2]])
 
@@ -359,10 +391,10 @@ def paragraphs_of(boxes: np.ndarray, lines: list[list[int]]) -> list[int]:
         left, right = float(corners[:, :, 0].min()), float(corners[:, :, 0].max())
         # A line's own height, where its box has a direction: a box a fraction of a degree off
         # the page's level stands taller than its line by its length times that angle.
-        length, short, _ = box_sides(corners)
+        length, short, degrees = box_sides(corners)
         extent = corners[:, :, 1].max(axis=1) - corners[:, :, 1].min(axis=1)
-        height = float(np.median(np.where(length >= TILT_ELONGATION * short,
-                                          np.minimum(short, extent), extent)))
+        directed = (length >= TILT_ELONGATION * short) & (np.abs(degrees) <= MAX_TILT_DEG)
+        height = float(np.median(np.where(directed, np.minimum(short, extent), extent)))
         current = (top, bottom, left, right, max(height, 1e-6))
         if previous is None or not _same_paragraph(previous, current):
             found.append(len(set(found)))
