@@ -161,18 +161,12 @@ def detect_boxes(region: np.ndarray, link: np.ndarray, text_threshold: float,
         # of the page's rows is cut between them.
         cells = cells_of(x, y, component, text_mask, rows, index, cross) \
             if cross or rows.tall[index] else []
-        if not confident[index] and len(cells) <= 1:
-            # A faint component between the boxes of one of the page's rows is its character.
-            if rows.holds(box):
-                pieces.append((x, y, component, widened_cell(box, horizontal, width, height),
-                               score))
-            continue
-        if len(cells) <= 1:
-            cells = [(x, y, component, bool(cells) and cross)]
+        if len(cells) <= 1:                 # a faint component alone is a character's cell
+            cells = [(x, y, component, not confident[index] or bool(cells) and cross)]
         for px, py, mask, cell in cells:
             piece, piece_score = (box, score) if mask is component else box_of(px, py, mask)
-            # A faint stack of cells (a quantity column linked whole) keeps the cells that
-            # stand in a row between its boxes, as a faint character alone.
+            # A faint character, or a faint stack's cell (a quantity column linked whole), is
+            # kept only between the boxes of one of the page's rows.
             if confident[index] or rows.holds(piece):
                 pieces.append((px, py, mask, widened_cell(piece, horizontal, width, height)
                                if cell else piece, piece_score))

@@ -200,13 +200,12 @@ def text_tilt(boxes: np.ndarray) -> float:
 def _tilt(boxes: np.ndarray, length: np.ndarray, across: np.ndarray,
           degrees: np.ndarray) -> float:
     """:func:`text_tilt` of ``boxes`` and their :func:`box_sides`."""
-    telling = ((length >= TILT_ELONGATION * across) & (across > 0)
-               & (np.abs(degrees) <= MAX_TILT_DEG))
+    telling = _telling(length, across, degrees)
     areas = length * across
     centres, height = boxes.mean(axis=1), float(np.median(across)) if len(across) else 0.0
     if not telling.any() or areas[telling].sum() < MIN_TELLING_SHARE * areas.sum():
         # Characters or scattered boxes; vertical text's boxes tell nothing of the tilt.
-        flat = ~((length >= TILT_ELONGATION * across) & (np.abs(degrees) > MAX_TILT_DEG))
+        flat = telling | (length < TILT_ELONGATION * across)
         if flat.sum() < CHARACTERS_MIN_BOXES:
             return 0.0
         return _profile_tilt(centres[flat], height, gain=CHARACTERS_GAIN)
@@ -221,6 +220,13 @@ def _tilt(boxes: np.ndarray, length: np.ndarray, across: np.ndarray,
     heights_long = _weighted_median(length[telling] / across[telling], weights)
     reach = float(np.degrees(np.arctan(PROFILE_REFINE_RISE / heights_long)))
     return _profile_tilt(centres, height, tilt, reach, PROFILE_REFINE_GAIN)
+
+
+def _telling(length: np.ndarray, across: np.ndarray, degrees: np.ndarray) -> np.ndarray:
+    """bool ``[N]``: the boxes (of :func:`box_sides`) that tell the text's direction, at
+    least :data:`TILT_ELONGATION` times as long as high and within :data:`MAX_TILT_DEG` of
+    level."""
+    return (length >= TILT_ELONGATION * across) & (across > 0) & (np.abs(degrees) <= MAX_TILT_DEG)
 
 
 def _profile_tilt(centres: np.ndarray, height: float, around: float = 0.0,
@@ -383,18 +389,18 @@ def line_polygons(boxes: np.ndarray, lines: list[list[int]]) -> np.ndarray:
 def paragraphs_of(boxes: np.ndarray, lines: list[list[int]]) -> list[int]:
     """For each line (in reading order), the index of its paragraph (the module's rule)."""
     boxes = np.asarray(boxes, dtype=np.float32).reshape(-1, 4, 2)
+    # A box's own height where it has a direction: a box a fraction of a degree off the
+    # page's level stands taller than its line by its length times that angle.
+    length, short, degrees = box_sides(boxes)
+    extents = boxes[:, :, 1].max(axis=1) - boxes[:, :, 1].min(axis=1)
+    heights = np.where(_telling(length, short, degrees), np.minimum(short, extents), extents)
     found: list[int] = []
     previous = None
     for line in lines:
         corners = boxes[line]
         top, bottom = float(corners[:, :, 1].min()), float(corners[:, :, 1].max())
         left, right = float(corners[:, :, 0].min()), float(corners[:, :, 0].max())
-        # A line's own height, where its box has a direction: a box a fraction of a degree off
-        # the page's level stands taller than its line by its length times that angle.
-        length, short, degrees = box_sides(corners)
-        extent = corners[:, :, 1].max(axis=1) - corners[:, :, 1].min(axis=1)
-        directed = (length >= TILT_ELONGATION * short) & (np.abs(degrees) <= MAX_TILT_DEG)
-        height = float(np.median(np.where(directed, np.minimum(short, extent), extent)))
+        height = float(np.median(heights[line]))
         current = (top, bottom, left, right, max(height, 1e-6))
         if previous is None or not _same_paragraph(previous, current):
             found.append(len(set(found)))
