@@ -230,10 +230,11 @@ class EmbeddedTriton:
         for region in regions:
             Path("/dev/shm", region).unlink(missing_ok=True)
 
-    def stub_shm_regions(self) -> list[str]:
-        """Shared-memory regions of this server's Python-backend stubs, read from the stubs'
-        command lines (``triton_python_backend_stub <model.py> <region> ...``)."""
-        regions = []
+    def stubs(self) -> dict[int, list[str]]:
+        """This server's Python-backend stub processes: ``{pid: command line}``
+        (``triton_python_backend_stub <repository>/<model>/<version>/model.py <region> ...``),
+        found in the server's process group."""
+        found = {}
         for proc in Path("/proc").iterdir():
             if not proc.name.isdigit():
                 continue
@@ -243,9 +244,15 @@ class EmbeddedTriton:
                 arguments = (proc / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            regions += [a.decode() for a in arguments
-                        if a.startswith(b"triton_python_backend_shm_region_")]
-        return regions
+            if any(a.startswith(b"triton_python_backend_shm_region_") for a in arguments):
+                found[int(proc.name)] = [a.decode(errors="replace") for a in arguments]
+        return found
+
+    def stub_shm_regions(self) -> list[str]:
+        """Shared-memory regions of this server's Python-backend stubs, read from the stubs'
+        command lines (:meth:`stubs`)."""
+        return [a for arguments in self.stubs().values() for a in arguments
+                if a.startswith("triton_python_backend_shm_region_")]
 
     def log_tail(self, lines: int = 40) -> str:
         """The last ``lines`` lines of the server log."""

@@ -6,7 +6,8 @@ replicas in the target (``ipv4:10.0.0.1:8001,10.0.0.2:8001``, or ``dns:///triton
 several Triton pods behind a headless Service) the channel balances calls round-robin across
 them (:mod:`ocr_inference.targets`). Inference is idempotent, so a call that finds its replica
 unreachable or not ready is sent again (:data:`RETRY_PAUSES_S`), to the next replica, within the
-same deadline.
+same deadline; one that found a model's Python stub dead, once that model is loaded again
+(:mod:`ocr_inference.revival`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from tritonclient.utils import InferenceServerException
 
 from . import errors, targets
 from .requests import build_inputs, parameter_inputs, requested_outputs, wants_characters
+from .revival import StubRevival, dead_stub_model
 from .shared_memory import SharedMemoryPool
 
 logger = logging.getLogger(__name__)
@@ -166,6 +168,7 @@ class TritonClient:
                               if shared_memory_bytes else None)
         self._probes: dict[str, grpcclient.InferenceServerClient] = {}
         self._probes_lock = threading.Lock()
+        self._revival = StubRevival(url)
 
     # -- one image -------------------------------------------------------------------------
 
@@ -301,8 +304,9 @@ class TritonClient:
         """What to do after a failed call: send it again, with the image in the message, after
         each pause of :data:`RETRY_PAUSES_S`, while another replica may answer it
         (:func:`_retryable`) or Triton lost our shared-memory regions, and time is left before
-        the deadline; otherwise raise. ``deadline``: the call's request parameters (its
-        ``DEADLINE_PARAMETER``), sent again unchanged.
+        the deadline; otherwise raise. A call that found a model's Python stub dead is sent
+        again once that model is loaded again (:mod:`ocr_inference.revival`). ``deadline``: the
+        call's request parameters (its ``DEADLINE_PARAMETER``), sent again unchanged.
 
         Raises:
             errors.InferenceError: the (last) failure, mapped by :func:`errors.from_triton`.
@@ -311,6 +315,13 @@ class TritonClient:
             remaining = self.timeout_s - (time.perf_counter() - started) - pause
             if not (self._lost_registration(exc) or _retryable(exc)) or remaining <= MIN_RETRY_S:
                 break
+            dead = dead_stub_model(exc.message() or "")
+            if dead is not None:
+                if not self._revival.revive(dead, remaining):
+                    break
+                remaining = self.timeout_s - (time.perf_counter() - started) - pause
+                if remaining <= MIN_RETRY_S:
+                    break
             logger.warning("Triton call failed (%s), sent again", exc.status())
             time.sleep(pause)
             try:

@@ -1,7 +1,8 @@
 """Inference failures, each with the API error code of :data:`ocr_contract.errors.ERROR_CODES`
 a client should see. The gateway turns them into HTTP answers by code.
 
-- unreachable, not ready, overloaded -> :class:`InferenceUnavailable` (503);
+- unreachable, not ready, overloaded, a model's Python stub dead
+  (:func:`ocr_inference.revival.dead_stub_model`) -> :class:`InferenceUnavailable` (503);
 - past the deadline -> :class:`InferenceTimeout` (504);
 - a model refused the request (undecodable image, parameter out of bounds) ->
   :class:`InferenceRefused` with the model's code (4xx);
@@ -13,6 +14,8 @@ from __future__ import annotations
 from ocr_contract.errors import ModelError, decode_model_error
 from ocr_contract.tensors import DEADLINE_PARAMETER
 from tritonclient.utils import InferenceServerException
+
+from .revival import dead_stub_model
 
 
 class InferenceError(Exception):
@@ -68,7 +71,8 @@ def from_triton(exc: InferenceServerException, timeout_s: float) -> InferenceErr
     if status.endswith("DEADLINE_EXCEEDED") or (status.endswith("CANCELLED")
                                                  and DEADLINE_PARAMETER in message):
         return InferenceTimeout(timeout_s)   # a step stopped it past the deadline we sent
-    if status.endswith(_UNAVAILABLE_STATUSES) or "unknown model" in message:
+    if status.endswith(_UNAVAILABLE_STATUSES) or "unknown model" in message \
+            or dead_stub_model(message):
         return InferenceUnavailable(message)
     refusal = decode_model_error(message) if status.endswith("INVALID_ARGUMENT") else None
     if refusal is not None:

@@ -9,6 +9,7 @@ models too.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 
@@ -17,6 +18,8 @@ from tritonclient.utils import InferenceServerException
 
 #: Triton's model states, as the repository index reports them.
 READY = "READY"
+#: A config parameter no model reads: :meth:`ModelControl.load_again` sets it to the time.
+LOADED_AGAIN_PARAMETER = "loaded_again_at"
 
 
 class ModelControlError(RuntimeError):
@@ -125,6 +128,21 @@ class ModelControl:
             time.sleep(0.2)
 
     reload = load
+
+    def load_again(self, name: str) -> None:
+        """Load ``name`` anew although its files are unchanged: Triton takes the load of a
+        loaded model whose files and config are unchanged as done. Its own config is passed
+        back with :data:`LOADED_AGAIN_PARAMETER` set to the time, which Triton loads as a new
+        config: new instances, the old ones retired.
+
+        Raises:
+            ModelControlError: Triton refused or the load failed.
+        """
+        config = self._call("get_model_config", name, as_json=True,
+                            client_timeout=self.timeout_s)["config"]
+        config.setdefault("parameters", {})[LOADED_AGAIN_PARAMETER] = {
+            "string_value": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        self._call("load_model", name, config=json.dumps(config), client_timeout=self.timeout_s)
 
 
 #: A model's state once another it depends on is unloaded.

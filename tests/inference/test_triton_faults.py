@@ -1,5 +1,8 @@
-"""Triton faults with a real server: killed, restarted, too slow, model unloaded."""
+"""Triton faults with a real server: killed, restarted, too slow, model unloaded, a model's
+Python stub killed."""
 
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -33,6 +36,13 @@ def gateway(own_triton, settings):
 def ocr(client):
     return client.post("/api/ocr?long_side=640&recognize=false", data=KOREAN,
                        content_type="image/png")
+
+
+def stub_of(server, model: str) -> int:
+    """The pid of ``model``'s one Python-backend stub process."""
+    [pid] = [pid for pid, arguments in server.stubs().items()
+             if any(a.endswith(f"/{model}/1/model.py") for a in arguments)]
+    return pid
 
 
 def wait_until_ready(anonymous_client, timeout_s=30.0):
@@ -112,3 +122,30 @@ def test_shared_memory_is_registered_again_after_triton_restarts(api_client, ano
     status = grpcclient.InferenceServerClient(gateway.grpc_url)
     assert len(status.get_system_shared_memory_status(as_json=True).get("regions", {})) == 1
     status.close()
+
+
+def test_a_model_whose_stub_died_is_loaded_again_and_the_request_answered(
+        api_client, anonymous_client, gateway, caplog):
+    read = lambda: api_client.post("/api/ocr", data=KOREAN, content_type="image/png")
+    words = ["서울", "평양", "Seoul", "Pyeongyang", "56Km", "205Km"]
+    assert read().json()["text"].split() == words
+    dead = stub_of(gateway, "recognizer")
+    os.kill(dead, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while dead in gateway.stubs():
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    # Triton itself still calls the model ready: only a request tells the gateway.
+    control = grpcclient.InferenceServerClient(gateway.grpc_url)
+    assert control.is_model_ready("recognizer")
+    control.close()
+    assert anonymous_client.get("/api/ready").status_code == 200
+
+    response = read()                                  # finds the stub dead, loads, sends again
+    assert response.status_code == 200, response.content
+    assert response.json()["text"].split() == words
+    assert stub_of(gateway, "recognizer") != dead
+    assert "the Python stub of model recognizer died; loading it again" in caplog.text
+    assert OcrRequest.objects.get(request_id=response.json()["request_id"]).error_code == ""
+    again = read()
+    assert again.status_code == 200 and again.json()["text"].split() == words

