@@ -124,12 +124,13 @@ def test_shared_memory_is_registered_again_after_triton_restarts(api_client, ano
     status.close()
 
 
+@pytest.mark.parametrize("model", ["recognizer", "craft"])   # called through BLS; a step
 def test_a_model_whose_stub_died_is_loaded_again_and_the_request_answered(
-        api_client, anonymous_client, gateway, caplog):
+        api_client, anonymous_client, gateway, caplog, model):
     read = lambda: api_client.post("/api/ocr", data=KOREAN, content_type="image/png")
     words = ["서울", "평양", "Seoul", "Pyeongyang", "56Km", "205Km"]
     assert read().json()["text"].split() == words
-    dead = stub_of(gateway, "recognizer")
+    dead = stub_of(gateway, model)
     os.kill(dead, signal.SIGKILL)
     deadline = time.monotonic() + 10
     while dead in gateway.stubs():
@@ -137,15 +138,15 @@ def test_a_model_whose_stub_died_is_loaded_again_and_the_request_answered(
         time.sleep(0.1)
     # Triton itself still calls the model ready: only a request tells the gateway.
     control = grpcclient.InferenceServerClient(gateway.grpc_url)
-    assert control.is_model_ready("recognizer")
+    assert control.is_model_ready(model)
     control.close()
     assert anonymous_client.get("/api/ready").status_code == 200
 
     response = read()                                  # finds the stub dead, loads, sends again
     assert response.status_code == 200, response.content
     assert response.json()["text"].split() == words
-    assert stub_of(gateway, "recognizer") != dead
-    assert "the Python stub of model recognizer died; loading it again" in caplog.text
+    assert stub_of(gateway, model) != dead
+    assert f"the Python stub of model {model} died; loading it again" in caplog.text
     assert OcrRequest.objects.get(request_id=response.json()["request_id"]).error_code == ""
     again = read()
     assert again.status_code == 200 and again.json()["text"].split() == words
