@@ -18,7 +18,7 @@ from tritonclient.utils import InferenceServerException
 
 #: Triton's model states, as the repository index reports them.
 READY = "READY"
-#: A config parameter no model reads: :meth:`ModelControl.load_again` sets it to the time.
+#: A config parameter no model reads: :meth:`ModelControl.load_again` sets it.
 LOADED_AGAIN_PARAMETER = "loaded_again_at"
 
 
@@ -129,20 +129,25 @@ class ModelControl:
 
     reload = load
 
-    def load_again(self, name: str) -> None:
-        """Load ``name`` anew although its files are unchanged: Triton takes the load of a
-        loaded model whose files and config are unchanged as done. Its own config is passed
-        back with :data:`LOADED_AGAIN_PARAMETER` set to the time, which Triton loads as a new
-        config: new instances, the old ones retired.
+    def load_again(self, name: str, stamp: str) -> None:
+        """Load ``name`` anew although its files are unchanged, within ``timeout_s`` for both
+        calls: Triton starts new instances only when a model's config changed (apart from its
+        instance groups and version policy), so its own config is passed back with
+        :data:`LOADED_AGAIN_PARAMETER` set to ``stamp``. A stamp equal to the loaded one is an
+        in-place update: nothing is started, as for a load of the unchanged model.
+
+        Args:
+            stamp: the parameter's value (:func:`ocr_inference.revival.load_stamp`).
 
         Raises:
-            ModelControlError: Triton refused or the load failed.
+            ModelControlError: Triton refused or the load failed or did not end in time.
         """
+        ends = time.monotonic() + self.timeout_s
         config = self._call("get_model_config", name, as_json=True,
                             client_timeout=self.timeout_s)["config"]
-        config.setdefault("parameters", {})[LOADED_AGAIN_PARAMETER] = {
-            "string_value": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        self._call("load_model", name, config=json.dumps(config), client_timeout=self.timeout_s)
+        config.setdefault("parameters", {})[LOADED_AGAIN_PARAMETER] = {"string_value": stamp}
+        self._call("load_model", name, config=json.dumps(config),
+                   client_timeout=max(ends - time.monotonic(), 0.001))
 
 
 #: A model's state once another it depends on is unloaded.

@@ -30,11 +30,14 @@ logger = logging.getLogger(__name__)
 #: Triton's message for a request that reached a model instance whose stub is gone (python_be.cc).
 _DEAD_STUB = re.compile(r"Stub process '(?P<instance>[^']+)' is not healthy")
 #: An instance's name is its instance group's (``<model>_<group index>`` unless the config
-#: names the group; ours do not) and ``_<index>`` within the group: ``recognizer_0_0``.
+#: names the group, which none of ours does: tested) and ``_<index>`` within the group:
+#: ``recognizer_0_0``.
 _INSTANCE_SUFFIX = re.compile(r"_\d+_\d+$")
 
-#: A model loaded again less than this long ago is not loaded again, seconds: the requests that
-#: failed while its load ran found the old stub dead, not the new one.
+#: Seconds after a model's load (done or failed) in which this process does not load it again:
+#: the requests that failed while it ran found the old stub dead, not the new one. Also the
+#: step of the load's stamp, so that the loads of several processes in one step are one config
+#: and Triton reloads the model once.
 COOLDOWN_S = 10.0
 
 
@@ -46,10 +49,17 @@ def dead_stub_model(message: str) -> str | None:
     return _INSTANCE_SUFFIX.sub("", found["instance"]) if found else None
 
 
+def load_stamp(now: float) -> str:
+    """The ``loaded_again_at`` value of a load at ``now`` (seconds since the epoch): the start
+    of its :data:`COOLDOWN_S` step, UTC."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now // COOLDOWN_S * COOLDOWN_S))
+
+
 class StubRevival:
     """Loads a model anew on each replica of ``url``: one such load of a model at a time in
-    this process, none within :data:`COOLDOWN_S` of the last (each gunicorn worker has its own,
-    so each worker's first request that finds the stub dead loads it once).
+    this process, and none within :data:`COOLDOWN_S` of the last, done or failed (each gunicorn
+    worker has its own; the loads of workers in the same step carry the same stamp, which
+    Triton takes as one config).
 
     Args:
         url: the gRPC target of :class:`~ocr_inference.client.TritonClient`
@@ -59,46 +69,56 @@ class StubRevival:
     def __init__(self, url: str):
         self.url = url
         self._locks: dict[str, threading.Lock] = {}
-        self._loaded_at: dict[str, float] = {}
+        self._last: dict[str, tuple[float, bool]] = {}     # model -> (when, loaded)
         self._guard = threading.Lock()
 
     def revive(self, model: str, timeout_s: float) -> bool:
-        """Load ``model`` again, unless another request of this process just did.
+        """Load ``model`` again, unless this process did (or failed to) within
+        :data:`COOLDOWN_S`.
 
         Args:
             timeout_s: the most this may take, waiting for another thread's load included,
                 seconds (the calling request's time left).
 
         Returns:
-            True when the model was loaded again (by this call or within :data:`COOLDOWN_S`),
-            so the request is worth sending again; False when a load failed or did not finish
-            in time (logged).
+            True when the model was loaded again on at least one replica (by this call or
+            within :data:`COOLDOWN_S`), so the request is worth sending again; False when no
+            load succeeded in time (logged), or the last attempt failed within the cooldown.
         """
+        deadline = time.monotonic() + timeout_s
         with self._guard:
             lock = self._locks.setdefault(model, threading.Lock())
-        if not lock.acquire(timeout=max(timeout_s, 0.0)):
+        if not lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
             return False
         try:
-            if time.monotonic() - self._loaded_at.get(model, float("-inf")) < COOLDOWN_S:
-                return True
-            started, replicas = time.monotonic(), targets.replicas(self.url)
-            if not replicas:
-                return False
-            logger.warning("the Python stub of model %s died; loading it again", model)
-            for replica in replicas:
-                left = timeout_s - (time.monotonic() - started)
-                if left <= 0:
-                    return False
-                try:
-                    # Not unloaded first: that waits on the dead stub (still UNLOADING after
-                    # 27 s), where a new load starts new instances at once.
-                    ModelControl(replica, timeout_s=left).load_again(model)
-                except ModelControlError as exc:
-                    logger.error("loading model %s again on %s failed: %s", model, replica, exc)
-                    return False
-            self._loaded_at[model] = time.monotonic()
-            logger.warning("model %s loaded again in %.1f s", model,
-                           time.monotonic() - started)
-            return True
+            when, loaded = self._last.get(model, (float("-inf"), False))
+            if time.monotonic() - when < COOLDOWN_S:
+                return loaded
+            loaded = self._load(model, deadline)
+            self._last[model] = (time.monotonic(), loaded)
+            return loaded
         finally:
             lock.release()
+
+    def _load(self, model: str, deadline: float) -> bool:
+        """:meth:`ModelControl.load_again` on every replica (one unreachable does not keep the
+        others from theirs); True when any load succeeded."""
+        started, loaded = time.monotonic(), False
+        logger.warning("the Python stub of model %s died; loading it again", model)
+        replicas = targets.replicas(self.url)
+        if not replicas:
+            logger.error("loading model %s again: %s names no replica now", model, self.url)
+        for replica in replicas:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                logger.error("loading model %s again: out of time before %s", model, replica)
+                break
+            try:
+                ModelControl(replica, timeout_s=left).load_again(model, load_stamp(time.time()))
+            except ModelControlError as exc:
+                logger.error("loading model %s again on %s failed: %s", model, replica, exc)
+            else:
+                loaded = True
+        if loaded:
+            logger.warning("model %s loaded again in %.1f s", model, time.monotonic() - started)
+        return loaded

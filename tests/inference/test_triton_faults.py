@@ -146,7 +146,9 @@ def test_a_model_whose_stub_died_is_loaded_again_and_the_request_answered(
     assert response.status_code == 200, response.content
     assert response.json()["text"].split() == words
     assert stub_of(gateway, model) != dead
-    assert f"the Python stub of model {model} died; loading it again" in caplog.text
+    loading = f"the Python stub of model {model} died; loading it again"
+    assert caplog.text.count(loading) == 1
     assert OcrRequest.objects.get(request_id=response.json()["request_id"]).error_code == ""
     again = read()
     assert again.status_code == 200 and again.json()["text"].split() == words
+    assert caplog.text.count(loading) == 1
