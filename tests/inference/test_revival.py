@@ -42,18 +42,23 @@ def test_a_dead_stub_is_unavailable_for_now_not_a_failure():
 
 
 class FakeControl:
-    """ModelControl for one replica: records each load_again, fails on replicas in ``down``."""
+    """ModelControl for one replica: records each load_again, fails on replicas in ``down``;
+    with ``held`` set, a load says so in ``entered`` and lasts until ``release`` is set."""
 
     calls: list = []
     down: set = set()
-    seconds = 0.0
+    held = False
+    entered = threading.Event()
+    release = threading.Event()
 
     def __init__(self, url, timeout_s):
         self.url, self.timeout_s = url, timeout_s
 
     def load_again(self, name, stamp):
         FakeControl.calls.append((self.url, name, round(self.timeout_s, 1)))
-        time.sleep(FakeControl.seconds)
+        if FakeControl.held:
+            FakeControl.entered.set()
+            FakeControl.release.wait(10)
         if self.url in FakeControl.down:
             raise ModelControlError(f"{self.url} unreachable")
 
@@ -61,7 +66,8 @@ class FakeControl:
 @pytest.fixture
 def control(monkeypatch):
     monkeypatch.setattr(revival, "ModelControl", FakeControl)
-    FakeControl.calls, FakeControl.down, FakeControl.seconds = [], set(), 0.0
+    FakeControl.calls, FakeControl.down, FakeControl.held = [], set(), False
+    FakeControl.entered, FakeControl.release = threading.Event(), threading.Event()
     return FakeControl
 
 
@@ -98,17 +104,19 @@ def test_no_replica_no_load(control, monkeypatch):
     assert control.calls == []
 
 
-def test_waiting_for_another_threads_load_counts_against_the_time_given(control):
-    control.seconds = 1.0
+def test_waiting_for_another_threads_load_is_bounded_by_the_time_given(control):
+    control.held = True
     stubs = revival.StubRevival("127.0.0.1:8001")
-    first = threading.Thread(target=stubs.revive, args=("recognizer", 5.0))
+    first = threading.Thread(target=stubs.revive, args=("recognizer", 20.0))
     first.start()
-    time.sleep(0.2)
+    assert control.entered.wait(5)                          # the first load is under way
     started = time.monotonic()
     assert not stubs.revive("recognizer", 0.3)              # gives up waiting after 0.3 s
-    assert time.monotonic() - started < 0.6
+    assert 0.25 <= time.monotonic() - started < 3
+    control.release.set()
     first.join()
-    assert control.calls == [("127.0.0.1:8001", "recognizer", 5.0)]
+    assert stubs.revive("recognizer", 0.3)                  # that load's answer, no new one
+    assert control.calls == [("127.0.0.1:8001", "recognizer", 20.0)]
 
 
 def test_one_stamp_per_cooldown_step():
