@@ -14,6 +14,8 @@ from ocr_embedded.launcher import EmbeddedTriton
 
 DATA = Path(__file__).parent / "data"
 IMAGES = DATA / "images"
+#: korean.png's text at the defaults, line by line.
+KOREAN_TEXT = "서울 평양\nSeoul Pyeongyang\n56Km 205Km"
 IMAGE_NAMES = sorted(p.name for p in IMAGES.iterdir())
 #: ICDAR 2015 test images that no calibration, validation or other test set contains, with
 #: their ground truth and the reference pipeline's boxes at 1280 (tests/data/ADDED_SOURCES.md).

@@ -9,11 +9,10 @@ from PIL import Image
 
 from ocr_api.models import OcrRequest
 from ocr_pipeline.text_evaluation import TextScore, load_text_truth, score_text, tokens
-from tests.helpers import DATA, IMAGES
+from tests.helpers import DATA, IMAGES, KOREAN_TEXT
 from tests.image_factory import LETTER_FONTS, encode, text_page
 
 pytestmark = [pytest.mark.django_db, pytest.mark.triton, pytest.mark.quality]
-KOREAN_TEXT = "서울 평양\nSeoul Pyeongyang\n56Km 205Km"
 
 
 def post(client, data: bytes, **params):

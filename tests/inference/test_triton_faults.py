@@ -13,7 +13,7 @@ from django.conf import settings as django_settings
 from ocr_api.models import OcrRequest
 from ocr_api.inference import get_client
 
-from tests.helpers import IMAGES, python_backend_instances, running_triton
+from tests.helpers import IMAGES, KOREAN_TEXT, python_backend_instances, running_triton
 
 pytestmark = [pytest.mark.django_db, pytest.mark.triton, pytest.mark.slow]
 KOREAN = (IMAGES / "korean.png").read_bytes()
@@ -128,8 +128,7 @@ def test_shared_memory_is_registered_again_after_triton_restarts(api_client, ano
 def test_a_model_whose_stub_died_is_loaded_again_and_the_request_answered(
         api_client, anonymous_client, gateway, caplog, model):
     read = lambda: api_client.post("/api/ocr", data=KOREAN, content_type="image/png")
-    words = ["서울", "평양", "Seoul", "Pyeongyang", "56Km", "205Km"]
-    assert read().json()["text"].split() == words
+    assert read().json()["text"].split() == KOREAN_TEXT.split()
     dead = stub_of(gateway, model)
     os.kill(dead, signal.SIGKILL)
     deadline = time.monotonic() + 10
@@ -144,11 +143,11 @@ def test_a_model_whose_stub_died_is_loaded_again_and_the_request_answered(
 
     response = read()                                  # finds the stub dead, loads, sends again
     assert response.status_code == 200, response.content
-    assert response.json()["text"].split() == words
+    assert response.json()["text"].split() == KOREAN_TEXT.split()
     assert stub_of(gateway, model) != dead
     loading = f"the Python stub of model {model} died; loading it again"
     assert caplog.text.count(loading) == 1
     assert OcrRequest.objects.get(request_id=response.json()["request_id"]).error_code == ""
     again = read()
-    assert again.status_code == 200 and again.json()["text"].split() == words
+    assert again.status_code == 200 and again.json()["text"].split() == KOREAN_TEXT.split()
     assert caplog.text.count(loading) == 1
