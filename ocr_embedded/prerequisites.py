@@ -10,8 +10,8 @@ Standard library only, so the system ``python3`` runs it before the virtualenv e
 - Python >= 3.11, Linux x86_64 with glibc >= 2.35 (the ``nvidia-pytriton`` wheel's tritonserver);
 - the OS's shared ``libpython3.X`` for this Python: the embedded Triton's Python-backend stub
   links it;
-- the Tesseract language data the Tesseract recognizer loads
-  (:data:`ocr_contract.languages.TESSERACT_TRAINEDDATA`);
+- the Tesseract data the models load: the Tesseract recognizer's languages and the page-turn
+  detection's OSD data (:data:`ocr_contract.languages.TESSDATA_FILES`);
 - nginx, the buffering proxy in front of gunicorn (:mod:`ocr_embedded.proxy`);
 - redis-server, the jobs' broker (:mod:`ocr_embedded.broker`, docs/jobs-broker.md);
 - for the tests, Debian's Chromium (the browser tests drive it; Playwright never downloads one)
@@ -83,7 +83,7 @@ def missing(purpose: str, environ=os.environ) -> tuple[list[str], list[str]]:
         fixes.append(_libpython_package())
     languages = _languages()
     folder = languages.tessdata_dir(environ)
-    absent = [name for name in languages.TESSERACT_TRAINEDDATA
+    absent = [name for name in languages.TESSDATA_FILES
               if folder is None or not (folder / f"{name}.traineddata").exists()]
     if absent:
         problems.append(f"Tesseract language data missing in "
@@ -114,7 +114,7 @@ def packages(purpose: str) -> list[str]:
     """Every Debian package ``purpose`` needs, present or not (what CI installs)."""
     languages = _languages()
     names = [_libpython_package()]
-    names += [languages.debian_package(name) for name in languages.TESSERACT_TRAINEDDATA]
+    names += [languages.debian_package(name) for name in languages.TESSDATA_FILES]
     names.append("nginx")
     names.append("redis-server")
     return names + (["chromium", "iproute2", "poppler-utils"] if purpose == "test" else [])

@@ -81,6 +81,12 @@ BY_CODE = {language.code: language for language in LANGUAGES}
 #: ``eng`` (Latin words, numbers and units appear in nearly every Korean, Thai... image).
 TESSERACT_TRAINEDDATA = ("eng",) + tuple(
     language.traineddata for language in LANGUAGES if language.recognizer == TESSERACT)
+#: Tesseract's orientation and script detection data (not a language): which way a page whose
+#: lines run vertically is turned, before detection (the preprocess step, ocr_pipeline.page_turn).
+OSD_TRAINEDDATA = "osd"
+#: Every Tesseract data file the models load: what the prerequisites check names and the Triton
+#: image installs.
+TESSDATA_FILES = TESSERACT_TRAINEDDATA + (OSD_TRAINEDDATA,)
 
 
 def parse(text: str) -> tuple[str, ...]:
@@ -126,6 +132,6 @@ def debian_package(traineddata: str) -> str:
 
 
 if __name__ == "__main__":
-    # `python3 -m ocr_contract.languages`: the Debian packages of Tesseract's language data
-    # (what the Triton image installs).
-    print(*map(debian_package, TESSERACT_TRAINEDDATA))
+    # `python3 -m ocr_contract.languages`: the Debian packages of Tesseract's data (what the
+    # Triton image installs).
+    print(*map(debian_package, TESSDATA_FILES))

@@ -114,25 +114,62 @@ def test_an_upside_down_line_on_an_upright_page(api_client, live_triton, upright
     assert others == [old["text"] for old in base["lines"] if old is not line]
 
 
+def craft_inferences(triton) -> int:
+    """Requests craft has run so far, the ensemble's step and recognize's BLS calls together
+    (Triton's statistics)."""
+    import tritonclient.grpc as grpcclient
+
+    client = grpcclient.InferenceServerClient(triton.grpc_url)
+    try:
+        stats = client.get_inference_statistics("craft", as_json=True)["model_stats"]
+    finally:
+        client.close()
+    return sum(int(model.get("inference_count", 0)) for model in stats)
+
+
 @pytest.mark.quality
-def test_a_turned_dense_page_is_read_at_the_size_its_upright_copy_is(api_client, live_triton):
-    # linn.pdf's page at 200 dpi: upright, its boxes' median height at 1280 is 15.9 px (not
-    # small print); turned, CRAFT's first boxes are fragments (14.0 px), which used to call
-    # for small print's larger size. Judged upright, both are read at 1280: the same text.
+def test_a_turned_dense_page_is_detected_once_and_read_as_its_upright_copy(api_client,
+                                                                          live_triton):
+    """linn.pdf's page at 200 dpi, upright and turned 90 and 270 degrees clockwise: preprocess
+    turns a turned page upright before detection (ocr_pipeline.page_turn), so CRAFT runs once
+    per page, not twice, and the turned pages read as the upright one. (Upright, its boxes'
+    median height at 1280 is 15.9 px, not small print; turned, CRAFT's boxes were fragments,
+    14.0 px, which once called for small print's larger size.)"""
     import pypdfium2 as pdfium
     from ocr_contract.limits import PDF_DPI
 
     page = pdfium.PdfDocument(DATA / "documents" / "ocrmypdf_linn.pdf")[0]
     image = page.render(scale=PDF_DPI.default / 72).to_pil().convert("RGB")
-    answers = []
-    for turned in (image, image.transpose(Image.Transpose.ROTATE_270)):
+    answers, detections = [], []
+    for turned in (image, image.transpose(Image.Transpose.ROTATE_270),
+                   image.transpose(Image.Transpose.ROTATE_90)):
         data = io.BytesIO()
         turned.save(data, "PNG")
+        before = craft_inferences(live_triton)
         response = api_client.post("/api/ocr", {"image": io.BytesIO(data.getvalue())},
                                    format="multipart")
         assert response.status_code == 200, response.json()
+        detections.append(craft_inferences(live_triton) - before)
         answers.append(response.json())
-    assert [answer["image"]["angle"] for answer in answers] == [0, 90]
+    assert [answer["image"]["angle"] for answer in answers] == [0, 90, 270]
+    assert detections == [1, 1, 1]
     assert answers[1]["text"] == answers[0]["text"]
+    assert answers[2]["text"] == answers[0]["text"]
     # (82 boxes here; the count depends on the precision auto serves on this CPU.)
-    assert len(answers[1]["boxes"]) == len(answers[0]["boxes"])
+    assert len(answers[1]["boxes"]) == len(answers[2]["boxes"]) == len(answers[0]["boxes"])
+    width, height = answers[0]["image"]["width"], answers[0]["image"]["height"]
+    for answer, angle in ((answers[1], 90), (answers[2], 270)):
+        assert (answer["image"]["width"], answer["image"]["height"]) == (height, width)
+        expected = [turned_points(box["points"], angle, width, height)
+                    for box in answers[0]["boxes"]]
+        assert parity_f([box["points"] for box in answer["boxes"]], expected) >= PARITY_F
+
+
+def test_orientation_upright_leaves_a_sideways_page_as_it_lies(api_client, live_triton):
+    """With orientation=upright, preprocess does not turn a page whose lines run vertically:
+    english.png turned 270 is read as it lies (its lines, turned, do not read)."""
+    body = post(api_client, turned_png((IMAGES / "english.png").read_bytes(), 270),
+                orientation="upright")
+    assert body["image"]["angle"] == 0
+    assert (body["image"]["width"], body["image"]["height"]) == (480, 905)
+    assert "Reduce your risk" not in body["text"]

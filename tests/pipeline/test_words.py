@@ -87,6 +87,24 @@ def test_words_part_at_the_widest_inkless_gap_between_them():
     assert one[1] == 52.0 and two[0] == 76.0
 
 
+
+def test_characters_read_in_a_short_crop_s_padding_stay_in_its_box():
+    """A crop narrower than the recognizer's narrowest batch (320 columns) is padded; a
+    reading of sideways text can put characters in that padding, past the crop's 64 columns
+    (english.png turned 270 with orientation=upright answered 502 once): they are placed at
+    the box's right edge."""
+    crop = np.full((48, 64, 3), 255, np.uint8)
+    crop[12:36, 4:30] = 0
+    glyphs = (Glyph("a", 1, 1, 0.9), Glyph(" ", 6, 6, 0.9), Glyph("b", 20, 20, 0.9),
+              Glyph(" ", 25, 25, 0.9), Glyph("c", 30, 30, 0.9))
+    box = np.array([[100, 200], [164, 200], [164, 248], [100, 248]], np.float32)
+    found = words.line_words(crop, box, Reading("a b c", 0.9, glyphs=glyphs), True)
+    assert [word.text for word in found] == ["a", "b", "c"]
+    assert found[0].points.tolist() == [[104, 212], [130, 212], [130, 236], [104, 236]]
+    for word in found[1:]:
+        assert 100 <= word.points[:, 0].min() <= word.points[:, 0].max() <= 164
+
+
 def word(text, left, right, top=0.0, bottom=30.0):
     points = np.array([[left, top], [right, top], [right, bottom], [left, bottom]], np.float32)
     characters = tuple((points, c, 0.9) for c in text)

@@ -75,11 +75,14 @@ def test_the_ensemble_detects_as_the_chain_that_recognize_runs_again(flavour):
     assert post_in == {detection.POST_MAPS: craft_out[detection.MAPS],
                        detection.POST_LINK: refine_out[detection.LINK],
                        detection.POST_RATIO: preprocess_out["RESIZE_RATIO"],
-                       detection.POST_SIZE: preprocess_out["IMAGE_SIZE"],
+                       detection.POST_SIZE: preprocess_out["DETECTION_SIZE"],
                        **{p.tensor: p.tensor for p in (TEXT_THRESHOLD, LINK_THRESHOLD,
                                                        LOW_TEXT, REFINE)}}
     assert set(post_out) == {detection.POST_BOXES, detection.POST_SCORES}
     assert recognize_in["CANVAS"] == preprocess_out["CANVAS"]
+    # A page preprocess turned upright (ocr_pipeline.page_turn) is mapped back by recognize.
+    assert recognize_in["PAGE_TURN"] == preprocess_out["PAGE_TURN"]
+    assert preprocess_in["ORIENTATION"] == recognize_in["ORIENTATION"] == "ORIENTATION"
     # The models' own configs declare the same names (detection's calls through BLS).
     declared = {model: ([t.name for t in load_config(model, flavour).input],
                         [t.name for t in load_config(model, flavour).output])

@@ -118,7 +118,9 @@ def glyph_spans(glyphs: tuple[Glyph, ...], crop: np.ndarray, ink: np.ndarray | N
     crop_height, crop_width = crop.shape[:2]
     scale = crop_width / resized_width(crop)
     words = split_words(glyphs)
-    centres = [[_centre(g, scale) for g in word] for word in words]
+    # A crop narrower than the batch is padded, and a reading of sideways text can place
+    # characters in that padding: they are kept at the crop's last column.
+    centres = [[min(_centre(g, scale), crop_width) for g in word] for word in words]
     gaps = [b - a for row in centres for a, b in zip(row, row[1:])]
     line_pitch = float(np.median(gaps)) if gaps else crop_height / 2
     empty = None if ink is None else \

@@ -1,23 +1,27 @@
-"""preprocess: encoded image bytes -> the normalised CRAFT input (ocr_pipeline.imaging)."""
+"""preprocess: encoded image bytes -> the normalised CRAFT input (ocr_pipeline.imaging), a
+turned page turned upright first (ocr_pipeline.page_turn)."""
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
 from ocr_contract.errors import (DOCUMENT_TOO_COMPLEX, DOCUMENT_UNDECODABLE, IMAGE_TOO_LARGE,
                                  IMAGE_UNDECODABLE, INVALID_PARAMETER)
+from ocr_contract.languages import OSD_TRAINEDDATA, debian_package, tessdata_dir
 from ocr_contract.limits import MAX_PIXELS
-from ocr_contract.parameters import LONG_SIDE, RECOGNIZE, ParameterError
+from ocr_contract.parameters import (LONG_SIDE, ORIENTATION, ORIENTATION_AUTO, RECOGNIZE,
+                                     ParameterError)
 from ocr_contract.tensors import PAGE
 
-from ocr_pipeline import imaging, params
+from ocr_pipeline import imaging, page_turn, params
 from ocr_pipeline.triton_python import (cancelled, is_cancelled, model_parameters, optional_input,
                                         refusal)
 
 
 class TritonPythonModel:
-    """``IMAGE_BYTES [1]`` (+ optional ``LONG_SIDE``, ``RECOGNIZE``, ``PAGE``) -> ``image
-    [1,H,W,3]`` uint8, ``RESIZE_RATIO [1]``, ``IMAGE_SIZE [2]``, ``ORIGINAL_IMAGE [H,W,3]``
-    (empty when not recognizing), ``CANVAS [1]`` (the canvas used, for recognize's second
-    detection of a turned page). Bad bytes fail only their request (INVALID_ARG)."""
+    """``IMAGE_BYTES [1]`` (+ optional ``LONG_SIDE``, ``RECOGNIZE``, ``PAGE``,
+    ``ORIENTATION``) -> ``image [1,H,W,3]`` uint8, ``RESIZE_RATIO [1]``, ``IMAGE_SIZE [2]``,
+    ``DETECTION_SIZE [2]``, ``PAGE_TURN [1]``, ``ORIGINAL_IMAGE [H,W,3]`` (empty when not
+    recognizing), ``CANVAS [1]`` (the canvas used, for recognize's second detection of a
+    turned page). Bad bytes fail only their request (INVALID_ARG)."""
 
     def initialize(self, args):
         # Limits are the gateway's settings of the same names (ocr_contract.limits).
@@ -27,6 +31,11 @@ class TritonPythonModel:
         self.canvas = np.array([canvas.encode()], dtype=object)
         pb_utils.Logger.log_info(f"preprocess: canvas {canvas}, max_pixels {self.max_pixels}, "
                                  f"long_side in {LONG_SIDE.bounds()}")
+        self.page_turn = _page_turn()
+
+    def finalize(self):
+        if self.page_turn is not None:
+            self.page_turn.close()
 
     def execute(self, requests):
         return [cancelled() if is_cancelled(request) else self._one(request)
@@ -40,6 +49,8 @@ class TritonPythonModel:
             sent_side = optional_input(request, LONG_SIDE.tensor)
             side = None if sent_side is None else params.read(LONG_SIDE, sent_side)
             recognize = params.read(RECOGNIZE, optional_input(request, RECOGNIZE.tensor))
+            auto = params.read(ORIENTATION, optional_input(request, ORIENTATION.tensor)) \
+                == ORIENTATION_AUTO
             prepared = imaging.prepare_image(bytes(data), side, max_pixels=self.max_pixels,
                                              square_canvas=self.square_canvas,
                                              keep_original=recognize,
@@ -54,12 +65,36 @@ class TritonPythonModel:
             return refusal(DOCUMENT_TOO_COMPLEX, str(exc))
         except imaging.DocumentDecodeError as exc:
             return refusal(DOCUMENT_UNDECODABLE, str(exc))
+        size = np.array([prepared.width, prepared.height], np.int32)
+        # Only when text is read: the orientation vote that checks the turn needs the text.
+        turn = self.page_turn.angle(prepared.original) \
+            if recognize and auto and self.page_turn is not None else 0
+        if turn:
+            prepared = imaging.prepare_pixels(
+                np.ascontiguousarray(np.rot90(prepared.original, k=turn // 90)), side,
+                self.square_canvas)
         return pb_utils.InferenceResponse(output_tensors=[
             pb_utils.Tensor("image", prepared.tensor),
             pb_utils.Tensor("RESIZE_RATIO", np.array([prepared.ratio], dtype=np.float32)),
-            pb_utils.Tensor("IMAGE_SIZE", np.array([prepared.width, prepared.height], np.int32)),
+            pb_utils.Tensor("IMAGE_SIZE", size),
+            pb_utils.Tensor("DETECTION_SIZE", np.array([prepared.width, prepared.height],
+                                                       np.int32)),
+            pb_utils.Tensor("PAGE_TURN", np.array([turn], np.int32)),
             # Only the recognize step reads it: not made when nothing will be read.
             pb_utils.Tensor("ORIGINAL_IMAGE", prepared.original if recognize
                             else np.zeros((0, 0, 3), np.uint8)),
             pb_utils.Tensor("CANVAS", self.canvas),
         ])
+
+
+def _page_turn() -> page_turn.PageTurn | None:
+    """Tesseract's OSD for turned pages, or None (logged) without its language data: turned
+    pages are then found by recognize's vote alone, a detection later."""
+    folder = tessdata_dir()
+    data = None if folder is None else folder / f"{OSD_TRAINEDDATA}.traineddata"
+    if data is None or not data.exists():
+        pb_utils.Logger.log_warn(
+            f"preprocess: no {OSD_TRAINEDDATA}.traineddata in {folder}: turned pages are "
+            f"detected twice (install {debian_package(OSD_TRAINEDDATA)})")
+        return None
+    return page_turn.PageTurn(folder)

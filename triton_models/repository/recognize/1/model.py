@@ -115,6 +115,16 @@ class TritonPythonModel:
             found = [[_turned_back(word, angle, width, height) for word in box_words]
                      for box_words in found]
             angle = (angle + decision.page) % 360
+        turn = optional_input(request, "PAGE_TURN")
+        turn = 0 if turn is None else int(turn.reshape(-1)[0])
+        if turn:
+            # preprocess turned the page upright before detection (ocr_pipeline.page_turn):
+            # everything so far is in that page's pixels; the answer is in the uploaded one's.
+            width, height = height, width
+            boxes = orientation.from_upright(boxes, turn, width, height)
+            found = [[_turned_back(word, turn, width, height) for word in box_words]
+                     for box_words in found]
+            angle = (angle + turn) % 360
         lines, polygons, paragraphs = reading_order.layout(boxes, angle, width, height, flipped)
         texts, found = words.without_repeats(lines, [reading.text for reading in readings],
                                              found)
