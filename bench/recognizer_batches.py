@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from ocr_contract.tensors import RECOGNIZER_INPUT, RECOGNIZER_MODEL
+from ocr_contract.tensors import RECOGNIZER_INPUT, RECOGNIZER_MODEL, RECOGNIZER_OUTPUTS
 from ocr_pipeline import recognition, validation
 from ocr_pipeline.engines import EngineOptions, OpenVinoEngine
 
@@ -38,8 +38,9 @@ def run(batch: int, pieces: list[np.ndarray], precision: str, classes: list[str]
     for _ in range(3):
         started = time.perf_counter()
         for group, tensor in zip(plan, tensors):
-            output = next(iter(engine({RECOGNIZER_INPUT: tensor}).values()))
-            for i, reading in zip(group, recognition.ctc_greedy(output, classes)):
+            output = engine({RECOGNIZER_INPUT: tensor})
+            for i, reading in zip(group, recognition.ctc_greedy(
+                    *(output[name] for name in RECOGNIZER_OUTPUTS), classes)):
                 texts[i] = reading.text
         times.append((time.perf_counter() - started) * 1000.0)
     return times, texts

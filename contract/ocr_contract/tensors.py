@@ -19,12 +19,16 @@ POSTPROCESS_MODEL = "postprocess"
 #: The ensemble's last step: reads the text of every box (a BLS model, below).
 RECOGNIZE_MODEL = "recognize"
 #: The PP-OCR recognizer and its tensors: ``x`` float32 ``[N, 3, 48, W]`` (BGR crops,
-#: ``(p / 255 - 0.5) / 0.5``) in, ``fetch_name_0`` float32 ``[N, W/8, classes]`` (per-column
-#: softmax, CTC) out (``recognizer/config.pbtxt``). Named here: ``manage.py
-#: evaluate_recognition`` calls it directly.
+#: ``(p / 255 - 0.5) / 0.5``) in; out, the CTC best path of its per-step softmax (the graph's
+#: own ArgMax and ReduceMax, ocr_pipeline.onnx_edits.ctc_best_path): ``best_class`` int64
+#: ``[N, W/8]``, the most likely class of each step, and ``best_score`` float32 ``[N, W/8]``, its
+#: probability (``recognizer/config.pbtxt``). Named here: ``manage.py evaluate_recognition``
+#: calls it directly.
 RECOGNIZER_MODEL = "recognizer"
 RECOGNIZER_INPUT = "x"
-RECOGNIZER_OUTPUT = "fetch_name_0"
+RECOGNIZER_CLASSES = "best_class"
+RECOGNIZER_SCORES = "best_score"
+RECOGNIZER_OUTPUTS = (RECOGNIZER_CLASSES, RECOGNIZER_SCORES)
 #: Tesseract, for the languages PP-OCR does not read.
 TESSERACT_MODEL = "tesseract"
 

@@ -60,21 +60,50 @@ def test_dictionary_keeps_space_like_characters(tmp_path):
     assert recognition.load_dictionary(path) == ["", "a", "\u3000", "b", " "]
 
 
-def probabilities(steps: list[int], classes: int = 5, confidence: float = 0.9) -> np.ndarray:
-    out = np.full((1, len(steps), classes), (1 - confidence) / (classes - 1), np.float32)
-    out[0, np.arange(len(steps)), steps] = confidence
-    return out
+def best_path(steps: list[int], confidence: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
+    """The recognizer's outputs for one crop: each step's class and its probability."""
+    return (np.array([steps], np.int64),
+            np.full((1, len(steps)), confidence, np.float32))
 
 
 def test_greedy_ctc_merges_repeats_and_drops_blanks():
     classes = ["", "a", "b", "l", " "]
-    reading, = recognition.ctc_greedy(probabilities([1, 1, 0, 1, 2, 2, 0, 0, 3, 4]), classes)
+    reading, = recognition.ctc_greedy(*best_path([1, 1, 0, 1, 2, 2, 0, 0, 3, 4]), classes)
     assert reading.text == "aabl"                           # trailing space stripped
     assert reading.score == pytest.approx(0.9)
-    empty, = recognition.ctc_greedy(probabilities([0, 0, 0]), classes)
+    empty, = recognition.ctc_greedy(*best_path([0, 0, 0]), classes)
     assert (empty.text, empty.score) == ("", 0.0)
 
 
-def test_a_dictionary_of_another_size_is_refused():
-    with pytest.raises(ValueError, match="5 classes, the dictionary 3"):
-        recognition.ctc_greedy(probabilities([1]), ["", "a", " "])
+def test_a_class_beyond_the_dictionary_is_refused():
+    with pytest.raises(ValueError, match="class 4, the dictionary has 3"):
+        recognition.ctc_greedy(*best_path([1, 4]), ["", "a", " "])
+
+
+def test_the_recognizer_graph_answers_its_best_path():
+    """ocr_pipeline.onnx_edits.ctc_best_path on a softmax graph: each step's ArgMax (the first
+    of equal classes, as numpy's) and its probability, run by onnxruntime."""
+    import onnxruntime
+    from onnx import TensorProto, helper
+
+    from ocr_contract.tensors import RECOGNIZER_OUTPUTS
+    from ocr_pipeline import onnx_edits
+
+    graph = helper.make_graph(
+        [helper.make_node("Softmax", ["logits"], ["probabilities"], axis=2)], "softmax",
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", "steps", 4])],
+        [helper.make_tensor_value_info("probabilities", TensorProto.FLOAT,
+                                       ["batch", "steps", 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    model.ir_version = 7
+    onnx_edits.ctc_best_path(model)
+    session = onnxruntime.InferenceSession(model.SerializeToString(),
+                                           providers=["CPUExecutionProvider"])
+    logits = np.array([[[0, 2, 0, 0], [1, 1, 0, 0], [0, 0, 0, 3]]], np.float32)
+    best, scores = session.run(list(RECOGNIZER_OUTPUTS), {"logits": logits})
+    assert [o.name for o in session.get_outputs()] == list(RECOGNIZER_OUTPUTS)
+    assert best.tolist() == [[1, 0, 3]] and best.dtype == np.int64
+    softmax = np.exp(logits) / np.exp(logits).sum(axis=2, keepdims=True)
+    np.testing.assert_allclose(scores, softmax.max(axis=2), rtol=1e-6)
+    with pytest.raises(ValueError, match="single output"):
+        onnx_edits.ctc_best_path(model)

