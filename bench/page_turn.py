@@ -50,7 +50,7 @@ def images(folders: tuple[str, ...], documents: bool = False):
 def table(title: str, found, turner: PageTurn) -> list[str]:
     """Markdown rows: each image's share and turn found, at each of :data:`TURNS`."""
     lines = [f"## {title}", "", "| image | " + " | ".join(
-        f"turned {t}: share, turn found, ms" for t in TURNS) + " |",
+        f"turned {t}: share, turn found (OSD's angle, confidence), ms" for t in TURNS) + " |",
         "| --- |" + " --- |" * len(TURNS)]
     right = wrong = upright_turned = 0
     for name, upright in found:
@@ -61,7 +61,10 @@ def table(title: str, found, turner: PageTurn) -> list[str]:
             share = vertical_share(pixels)
             angle = turner.angle(pixels)
             ms = (time.perf_counter() - started) * 1000
-            cells.append(f"{'-' if share is None else f'{share:.2f}'}, {angle}, {ms:.0f}")
+            # OSD's own answer where it is asked (the lines run vertically), taken or not.
+            osd = "" if share is None or share < VERTICAL_SHARE else \
+                " (OSD {}, {:.2f})".format(*turner.osd(pixels))
+            cells.append(f"{'-' if share is None else f'{share:.2f}'}, {angle}{osd}, {ms:.0f}")
             if turn == 0:
                 upright_turned += angle != 0
             elif angle:

@@ -75,7 +75,27 @@ def test_a_card_turned_either_way_is_found_turned_that_way(turner):
     assert [turner.angle(turned(pixels, angle)) for angle in (90, 270)] == [90, 270]
 
 
-def test_osd_may_take_a_short_notice_the_wrong_way(turner):
-    """english.png turned 90: OSD says 270 (its confidence there is 0.1). recognize's vote then
-    finds the page upside down and detects again; tests/api/test_orientation reads it."""
-    assert turner.angle(turned(image("english.png"), 90)) == 270
+def test_osd_s_unsure_angle_is_not_taken(turner):
+    """english.png turned 90 (nine short lines): OSD says 270 at a confidence near 0, under
+    MIN_OSD_CONFIDENCE, so the page is left for recognize's vote (tests/api/test_orientation
+    reads it)."""
+    pixels = turned(image("english.png"), 90)
+    assert page_turn.lines_run_vertically(pixels)
+    angle, confidence = turner.osd(pixels)
+    assert angle == 270 and confidence < page_turn.MIN_OSD_CONFIDENCE
+    assert turner.angle(pixels) == 0
+
+
+def test_a_dense_page_s_osd_confidence_is_far_above_the_bar(turner, linn):
+    angle, confidence = turner.osd(turned(linn, 90))
+    assert angle == 90 and confidence > 20 * page_turn.MIN_OSD_CONFIDENCE
+
+
+def test_a_sliver_whose_marks_run_down_it_is_left_as_it_is(turner):
+    """An 8 x 36,000 strip of dashes (within the pixel limits): its marks' neighbours all lie
+    above and below, and OSD, asked at 2,200 pixels high, gets it at least 1 pixel wide."""
+    strip = np.full((36000, 8, 3), 255, np.uint8)
+    for top in range(0, 36000, 500):
+        strip[top:top + 250, 2:6] = 0
+    assert page_turn.vertical_share(strip) == 1.0
+    assert turner.angle(strip) == 0

@@ -86,7 +86,8 @@ def ctc_best_path(model) -> None:
     if len(graph.output) != 1 or len(graph.output[0].type.tensor_type.shape.dim) != 3:
         raise ValueError("the graph's single output is not a [batch, steps, classes] softmax")
     softmax = graph.output[0]
-    batch, steps = (d.dim_param or d.dim_value for d in softmax.type.tensor_type.shape.dim[:2])
+    batch, steps = (d.dim_param or d.dim_value or None
+                    for d in softmax.type.tensor_type.shape.dim[:2])
     graph.node.extend([
         helper.make_node("ArgMax", [softmax.name], [RECOGNIZER_CLASSES], axis=2, keepdims=0),
         helper.make_node("ReduceMax", [softmax.name], [RECOGNIZER_SCORES], axes=[2],

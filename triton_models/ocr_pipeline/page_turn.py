@@ -3,8 +3,9 @@ upright so that CRAFT runs once, on the upright page.
 
 Without it, ``recognize`` finds a turned page only from CRAFT's boxes (the orientation vote,
 :mod:`ocr_pipeline.orientation`) and must then detect again on the page turned upright: CRAFT is
-not rotation-invariant (linn.pdf's page turned 90: 141 fragments, 57 % of them the upright
-page's boxes). That first detection was a third of a turned dense page's time.
+not rotation-invariant (on linn.pdf's page turned 90 it finds fragments of lines: under 60 % of
+its boxes are the upright page's). That first detection was a third of a turned dense page's
+time.
 
 Two cheap questions, the second asked only when the first says yes:
 
@@ -18,10 +19,12 @@ Two cheap questions, the second asked only when the first says yes:
    ``osd.traineddata``) on the page: about 0.4 s on a dense page, so only for pages that
    answered yes.
 
-Neither decides the reading: ``recognize`` still votes on the boxes found on the page as
-turned here, and detects again when that vote says the page is not upright (a page Tesseract
-took for 90 that was 270 reads upside down: voted 180, detected again as before). A wrong
-answer costs the time saved, never the text.
+Neither decides the reading alone: ``recognize`` still votes on the boxes found on the page
+as turned here, and detects again when that vote says the page is not upright (a page taken
+for 90 that was 270 reads upside down: voted 180, detected again as before). Where the vote
+cannot vote (text the recognizer reads at about 0.5 either way, such as Hangul), a page turned
+the wrong way would be read upside down: so OSD's angle is taken only at a confidence that
+none of its wrong answers reached (:data:`MIN_OSD_CONFIDENCE`).
 """
 
 from __future__ import annotations
@@ -42,7 +45,8 @@ NEIGHBOURS = 3
 #: A component is a character candidate when its larger side is within these shares of the
 #: median's (drops punctuation and noise below, rules and pictures above) ...
 SIZE_SHARES = (0.5, 2.0)
-#: ... and it covers at least this many pixels.
+#: ... and it covers at least this many pixels (at :data:`STATISTICS_SIDE`; a smaller image's
+#: own pixels, it is not enlarged).
 MIN_AREA = 8
 #: Fewer candidates than this: too little print to say (photos of a sign); the page is left
 #: as it is.
@@ -51,11 +55,15 @@ MIN_CHARACTERS = 50
 #: degrees of an axis are within 30 degrees of the vertical. Chosen on tests/data/calibration
 #: and tests/data/validation (23 images, each upright and turned 90 and 270; python -m
 #: bench.page_turn prints the figures): upright they gave 0.00-0.58 (photos of scattered
-#: signs near 0.5), turned 0.42-1.00. At 2/3 no upright image is turned, and of the 46 turned
-#: ones 21 are turned upright, 2 the wrong way (OSD's guess on a few words) and 23 left to the
-#: vote, as before. Held out (the tests' 15 images and 3 PDF pages): none of the upright ones
-#: turned; of the 36 turned, 11 upright, 3 the wrong way, 22 left.
+#: signs near 0.5), turned 0.42-1.00. At 2/3 no upright image is asked about, and with
+#: :data:`MIN_OSD_CONFIDENCE` 19 of the 46 turned ones are turned upright, none the wrong way,
+#: and 27 left to the vote, as before. Held out (the tests' 15 images and 3 PDF pages): no
+#: upright one turned; of the 36 turned, 10 upright, none the wrong way, 26 left.
 VERTICAL_SHARE = 2 / 3
+#: Tesseract's OSD confidence (``orient_conf``) below which its angle is not taken. Chosen on
+#: the same images (bench.page_turn prints each): its wrong angles came at 0.21-0.28, its right
+#: ones at 1.03-26.7 but one (0.47); a dense page's is some 25.
+MIN_OSD_CONFIDENCE = 1.0
 #: Tesseract's OSD reads at most this long a side, pixels: 200 dpi's US Letter page (OSD's
 #: time grows with the page; it needs characters of some 20 pixels, not more).
 OSD_SIDE = 2200
@@ -125,32 +133,30 @@ class PageTurn:
     def angle(self, pixels: np.ndarray) -> int:
         """The page's turn, clockwise degrees (:mod:`ocr_pipeline.orientation`'s sense: the
         upright page is ``np.rot90(pixels, k=angle // 90)``): 90 or 270 when the lines run
-        vertically and Tesseract's OSD says which way, else 0.
+        vertically and Tesseract's OSD says which way with :data:`MIN_OSD_CONFIDENCE`, else 0.
 
         Args:
             pixels: uint8 ``[H, W, 3]`` RGB, the page as decoded.
         """
         if not lines_run_vertically(pixels):
             return 0
-        turn = self.osd_angle(pixels)
-        return turn if turn in (90, 270) else 0
+        turn, confidence = self.osd(pixels)
+        return turn if turn in (90, 270) and confidence >= MIN_OSD_CONFIDENCE else 0
 
-    def osd_angle(self, pixels: np.ndarray) -> int:
-        """Tesseract OSD's angle for the page (0, 90, 180 or 270; 0 when it finds too little
-        print). OSD's ``orient_deg`` is the clockwise turn of the page, as here."""
+    def osd(self, pixels: np.ndarray) -> tuple[int, float]:
+        """Tesseract OSD's angle for the page (0, 90, 180 or 270; OSD's ``orient_deg``, the
+        clockwise turn of the page, as here) and its confidence (``orient_conf``, Tesseract's
+        own units, 0 and up); ``(0, 0.0)`` when it finds too little print."""
         from PIL import Image
 
         scale = OSD_SIDE / max(pixels.shape[:2])
         if scale < 1:
-            pixels = cv2.resize(pixels, (round(pixels.shape[1] * scale),
-                                         round(pixels.shape[0] * scale)),
+            pixels = cv2.resize(pixels, (max(1, round(pixels.shape[1] * scale)),
+                                         max(1, round(pixels.shape[0] * scale))),
                                 interpolation=cv2.INTER_AREA)
         self._engine.SetImage(Image.fromarray(pixels))
-        try:
-            found = self._engine.DetectOrientationScript()
-        except RuntimeError:  # too few characters for a decision
-            return 0
-        return int(found["orient_deg"]) if found else 0
+        found = self._engine.DetectOrientationScript()
+        return (int(found["orient_deg"]), float(found["orient_conf"])) if found else (0, 0.0)
 
     def close(self) -> None:
         """Frees Tesseract's engine."""

@@ -94,20 +94,6 @@ def record_path(target: Path) -> Path:
     return target.with_name(target.name + ".sha256")
 
 
-def latest_version(model_dir: Path, filename: str = "model.onnx") -> Path:
-    """``<model_dir>/<highest numeric version>/<filename>``.
-
-    Raises:
-        FileNotFoundError: no version folder holds ``filename``.
-    """
-    versions = sorted((int(p.name) for p in model_dir.iterdir()
-                       if p.name.isdigit() and (p / filename).exists()), reverse=True) \
-        if model_dir.is_dir() else []
-    if not versions:
-        raise FileNotFoundError(f"no version of {model_dir.name} holds {filename}")
-    return model_dir / str(versions[0]) / filename
-
-
 def fetch_weights(repository: Path, version: str = "1", cache_dir: Path = DEFAULT_CACHE_DIR,
                   log=print) -> list[Path]:
     """Put every file of :data:`WEIGHTS` in place in ``<model>/<version>/``.
@@ -238,7 +224,14 @@ def main(argv=None) -> int:
                         default=Path(__file__).resolve().parent.parent / "repository")
     parser.add_argument("--version", default="1")
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
+    parser.add_argument("--edit", nargs=3, metavar=("EDIT", "SOURCE", "TARGET"),
+                        help="only apply one ocr_pipeline.onnx_edits edit (ctc_best_path: a new "
+                             "recognizer export) to SOURCE, written to TARGET")
     args = parser.parse_args(argv)
+    if args.edit:
+        edit, source, target = args.edit
+        Path(target).write_bytes(edited(Path(source).read_bytes(), (edit,)))
+        return 0
     try:
         fetch_weights(args.repository, args.version, args.cache_dir)
     except WeightsError as exc:

@@ -67,7 +67,7 @@ class TritonPythonModel:
             return refusal(DOCUMENT_UNDECODABLE, str(exc))
         size = np.array([prepared.width, prepared.height], np.int32)
         # Only when text is read: the orientation vote that checks the turn needs the text.
-        turn = self.page_turn.angle(prepared.original) \
+        turn = self._turn(prepared.original) \
             if recognize and auto and self.page_turn is not None else 0
         if turn:
             prepared = imaging.prepare_pixels(
@@ -86,6 +86,16 @@ class TritonPythonModel:
             pb_utils.Tensor("CANVAS", self.canvas),
         ])
 
+    def _turn(self, pixels: np.ndarray) -> int:
+        """:meth:`ocr_pipeline.page_turn.PageTurn.angle`, or 0 (logged) when it fails: the turn
+        only saves recognize a detection, it must never cost a request."""
+        try:
+            return self.page_turn.angle(pixels)
+        except Exception as exc:  # noqa: BLE001 - OpenCV's and Tesseract's errors alike
+            pb_utils.Logger.log_warn(f"preprocess: page turn not found ({exc!r}); the page "
+                                     "goes to detection as it lies")
+            return 0
+
 
 def _page_turn() -> page_turn.PageTurn | None:
     """Tesseract's OSD for turned pages, or None (logged) without its language data: turned
@@ -97,4 +107,9 @@ def _page_turn() -> page_turn.PageTurn | None:
             f"preprocess: no {OSD_TRAINEDDATA}.traineddata in {folder}: turned pages are "
             f"detected twice (install {debian_package(OSD_TRAINEDDATA)})")
         return None
-    return page_turn.PageTurn(folder)
+    try:
+        return page_turn.PageTurn(folder)
+    except RuntimeError as exc:  # a damaged osd.traineddata: serve without the turn
+        pb_utils.Logger.log_warn(f"preprocess: Tesseract cannot load {data} ({exc}): turned "
+                                 "pages are detected twice")
+        return None

@@ -17,15 +17,14 @@ from ocr_contract.tensors import TESSERACT_MODEL
 
 from ocr_pipeline import (detection, imaging, orientation, params, reading_order, recognition,
                           routing, tesseract, words)
-from ocr_pipeline.weights import latest_version
 from ocr_pipeline.recognition import Reading, Span
 from ocr_pipeline.triton_python import (RequestCancelled, cancelled, model_parameters,
                                         optional_input, refusal, stop_if_cancelled)
 
 
 class TritonPythonModel:
-    """``ORIGINAL_IMAGE``, ``BOXES``, ``SCORES``, ``CANVAS`` (+ optional ``RECOGNIZE``,
-    ``LANGUAGE``, ``ORIENTATION``, ``DETAIL`` and the detection parameters) ->
+    """``ORIGINAL_IMAGE``, ``BOXES``, ``SCORES``, ``CANVAS`` (+ optional ``PAGE_TURN``,
+    ``RECOGNIZE``, ``LANGUAGE``, ``ORIENTATION``, ``DETAIL`` and the detection parameters) ->
     ``ORIENTED_BOXES``, ``ANGLE``, ``TEXTS``, ``TEXT_SCORES``, ``TEXT``, the reading order
     (``READING_ORDER``, ``LINE_OF_BOX``, ``LINE_BOXES``, ``PARAGRAPH_OF_LINE``) and the words
     (``WORD_*``, ``BOX_OF_WORD``; ``CHARACTER_*``, ``WORD_OF_CHARACTER``)."""
@@ -34,7 +33,7 @@ class TritonPythonModel:
         self.batch = int(model_parameters(args)["recognizer_batch"])
         # The recognizer's versions live beside this model; each holds its dictionary.
         self.recognizer_dir = Path(args["model_repository"]).parent / RECOGNIZER_MODEL
-        self.dictionaries: dict[Path, list[str]] = {}
+        self.dictionaries: dict[int, list[str]] = {}
 
     def execute(self, requests):
         """One response per request; a request its client gave up on is answered CANCELLED
@@ -63,7 +62,9 @@ class TritonPythonModel:
         boxes = optional_input(request, "BOXES").reshape(-1, 4, 2)
         scores = optional_input(request, "SCORES").reshape(-1)
         if not wanted or len(boxes) == 0:
-            return _response(boxes, scores, 0, [], [], "", *reading_order.layout(boxes), [])
+            # (preprocess turns a page only when text is read: then it knows its angle.)
+            return _response(boxes, scores, _page_turn(request), [], [], "",
+                             *reading_order.layout(boxes), [])
         image = optional_input(request, "ORIGINAL_IMAGE")
         height, width = image.shape[:2]
         route = routing.route(codes)
@@ -116,8 +117,7 @@ class TritonPythonModel:
             found = [[_turned_back(word, angle, width, height) for word in box_words]
                      for box_words in found]
             angle = (angle + decision.page) % 360
-        turn = optional_input(request, "PAGE_TURN")
-        turn = 0 if turn is None else int(turn.reshape(-1)[0])
+        turn = _page_turn(request)
         if turn:
             # preprocess turned the page upright before detection (ocr_pipeline.page_turn):
             # everything so far is in that page's pixels; the answer is in the uploaded one's.
@@ -172,15 +172,15 @@ class TritonPythonModel:
         """PP-OCR on the crops, in batches of similar width, for request ``parent``."""
         readings: list[Reading] = [Reading("", 0.0)] * len(crops)
         widths = [recognition.resized_width(crop) for crop in crops]
-        classes = self._dictionary()
+        version, classes = self._served_recognizer()
         for batch in recognition.plan_batches(widths, self.batch):
             tensor = recognition.batch_tensor([crops[i] for i in batch])
             best, confidence = _call(RECOGNIZER_MODEL,
                                      [pb_utils.Tensor(RECOGNIZER_INPUT, tensor)],
-                                     list(RECOGNIZER_OUTPUTS), parent)
+                                     list(RECOGNIZER_OUTPUTS), parent, version)
             try:
                 found = recognition.ctc_greedy(best, confidence, classes)
-            except ValueError as exc:  # a version with a larger dictionary, not loaded yet
+            except ValueError as exc:  # that version's graph and dict.txt do not agree
                 raise pb_utils.TritonModelException(f"{RECOGNIZER_MODEL}: {exc}") from exc
             for i, reading in zip(batch, found):
                 readings[i] = reading
@@ -212,20 +212,32 @@ class TritonPythonModel:
                                          for word in np.flatnonzero(line_of_word == row)))
                 for row, (text, score) in enumerate(zip(texts, scores))]
 
-    def _dictionary(self) -> list[str]:
-        """The dictionary of the recognizer's newest version (the one Triton serves: its
-        version policy is the latest), loaded once per version.
+    def _served_recognizer(self) -> tuple[int, list[str]]:
+        """The newest recognizer version Triton has ready, and its dictionary (loaded once per
+        version): the BLS calls name that version, so that its output is decoded with its own
+        ``dict.txt`` while a newer folder is copied in but not loaded yet (explicit model
+        control: deploy/README.md, "Rolling out a model").
 
         Raises:
-            pb_utils.TritonModelException: no version holds a ``dict.txt``.
+            pb_utils.TritonModelException: no version folder with a ``dict.txt`` is ready.
         """
-        try:
-            path = latest_version(self.recognizer_dir, "dict.txt")
-        except FileNotFoundError as exc:
-            raise pb_utils.TritonModelException(str(exc)) from exc
-        if path not in self.dictionaries:
-            self.dictionaries[path] = recognition.load_dictionary(path)
-        return self.dictionaries[path]
+        versions = sorted((int(folder.name) for folder in self.recognizer_dir.iterdir()
+                           if folder.name.isdigit() and (folder / "dict.txt").exists()),
+                          reverse=True)
+        for version in versions:
+            if pb_utils.is_model_ready(model_name=RECOGNIZER_MODEL, model_version=str(version)):
+                if version not in self.dictionaries:
+                    self.dictionaries[version] = recognition.load_dictionary(
+                        self.recognizer_dir / str(version) / "dict.txt")
+                return version, self.dictionaries[version]
+        raise pb_utils.TritonModelException(
+            f"no version of {RECOGNIZER_MODEL} with a dict.txt is ready ({versions})")
+
+
+def _page_turn(request) -> int:
+    """preprocess's turn of the page (``PAGE_TURN``, clockwise degrees; 0 when not sent)."""
+    turn = optional_input(request, "PAGE_TURN")
+    return 0 if turn is None else int(turn.reshape(-1)[0])
 
 
 def _crops(image: np.ndarray, boxes: np.ndarray, margin: float) -> list[np.ndarray]:
@@ -269,8 +281,10 @@ def _turned_back(word: words.Word, angle: int, width: int, height: int) -> words
                                          text, score) for points, text, score in word.characters))
 
 
-def _call(model: str, inputs: list, outputs: list[str], parent) -> list[np.ndarray]:
-    """One BLS request for request ``parent``; the named outputs as numpy.
+def _call(model: str, inputs: list, outputs: list[str], parent, version: int = -1
+          ) -> list[np.ndarray]:
+    """One BLS request for request ``parent`` to ``model`` (``version``; -1: the one its
+    version policy picks); the named outputs as numpy.
 
     Raises:
         RequestCancelled: ``parent``'s client gave up on it (checked before the call: a BLS
@@ -278,7 +292,7 @@ def _call(model: str, inputs: list, outputs: list[str], parent) -> list[np.ndarr
         pb_utils.TritonModelException: the model failed or is not loaded.
     """
     stop_if_cancelled(parent)
-    response = pb_utils.InferenceRequest(model_name=model, inputs=inputs,
+    response = pb_utils.InferenceRequest(model_name=model, model_version=version, inputs=inputs,
                                          requested_output_names=outputs).exec()
     if response.has_error():
         raise pb_utils.TritonModelException(f"{model}: {response.error().message()}")
