@@ -132,9 +132,10 @@ def test_a_turned_dense_page_is_detected_once_and_read_as_its_upright_copy(api_c
                                                                           live_triton):
     """linn.pdf's page at 200 dpi, upright and turned 90 and 270 degrees clockwise: preprocess
     turns a turned page upright before detection (ocr_pipeline.page_turn), so CRAFT runs once
-    per page, not twice, and the turned pages read as the upright one. (Upright, its boxes'
-    median height at 1280 is 15.9 px, not small print; turned, CRAFT's boxes were fragments,
-    14.0 px, which once called for small print's larger size.)"""
+    per page, not twice, and the turned pages read as the upright one, their boxes and words
+    the upright ones' turned. (Upright, its boxes' median height at 1280 is 15.9 px, not small
+    print; turned, CRAFT's boxes were fragments, 14.0 px, which once called for small print's
+    larger size.)"""
     import pypdfium2 as pdfium
     from ocr_contract.limits import PDF_DPI
 
@@ -158,11 +159,21 @@ def test_a_turned_dense_page_is_detected_once_and_read_as_its_upright_copy(api_c
     # (82 boxes here; the count depends on the precision auto serves on this CPU.)
     assert len(answers[1]["boxes"]) == len(answers[2]["boxes"]) == len(answers[0]["boxes"])
     width, height = answers[0]["image"]["width"], answers[0]["image"]["height"]
+    words = [[word["text"] for line in answer["lines"] for word in line["words"]]
+             for answer in answers]
+    assert words[1] == words[2] == words[0]
     for answer, angle in ((answers[1], 90), (answers[2], 270)):
         assert (answer["image"]["width"], answer["image"]["height"]) == (height, width)
         expected = [turned_points(box["points"], angle, width, height)
                     for box in answers[0]["boxes"]]
         assert parity_f([box["points"] for box in answer["boxes"]], expected) >= PARITY_F
+        # The words come back in the uploaded image's pixels too: the upright ones' turned,
+        # corner for corner (each from its text's own top-left).
+        found = np.array([word["points"] for line in answer["lines"] for word in line["words"]])
+        upright_words = [word["points"] for line in answers[0]["lines"] for word in line["words"]]
+        turned_words = np.array([turned_points(points, angle, width, height)
+                                 for points in upright_words])
+        assert np.abs(found - turned_words).max() <= 1.5
 
 
 def test_orientation_upright_leaves_a_sideways_page_as_it_lies(api_client, live_triton):
