@@ -2,8 +2,9 @@
 angle (ocr_pipeline.orientation), the text of every box, the reading order in the text's own
 frame, and the whole text (BLS over the recognizer and tesseract models; see config.pbtxt)."""
 
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -68,7 +69,9 @@ class TritonPythonModel:
         image = optional_input(request, "ORIGINAL_IMAGE")
         height, width = image.shape[:2]
         route = routing.route(codes)
-        read = partial(self._recognizer, parent=request)
+        # The served recognizer version is looked up once per request, on first use.
+        read = partial(self._recognizer, parent=request,
+                       served=cache(self._served_recognizer))
         try:
             # A page of print too small for the default working size is found again larger,
             # judged on upright boxes.
@@ -108,7 +111,8 @@ class TritonPythonModel:
                     if len(boxes) else boxes.reshape(0, 4, 2)
             elif side:
                 boxes, scores = self._detect(request, image, side)
-            readings = self._read(request, image, boxes, route, known) if len(boxes) else []
+            readings = self._read(request, image, boxes, route, read, known) \
+                if len(boxes) else []
         except pb_utils.TritonModelException as exc:
             return pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc)))
         found = _words(image, boxes, readings, characters)
@@ -155,24 +159,27 @@ class TritonPythonModel:
                                 {name: value for name, value in sent.items() if value is not None})
 
     def _read(self, request, image: np.ndarray, boxes: np.ndarray, route: routing.Route,
-              known: list[Reading] | None = None) -> list[Reading]:
-        """Each box's reading, by the route's recognizer (see ocr_pipeline.routing);
-        ``known``: the recognizer's readings of these boxes, when already read."""
+              read, known: list[Reading] | None = None) -> list[Reading]:
+        """Each box's reading, by the route's recognizer (see ocr_pipeline.routing): ``read``
+        is the request's PP-OCR (:meth:`_recognizer`); ``known``: its readings of these boxes,
+        when already read."""
         if route.recognizer == TESSERACT:
             return self._tesseract(_crops(image, boxes, tesseract.CROP_MARGIN),
                                    route.tesseract_languages, request)
         readings = known if known is not None else \
-            self._recognizer(_crops(image, boxes, recognition.CROP_MARGIN), request)
+            read(_crops(image, boxes, recognition.CROP_MARGIN))
         if route.auto:
             readings = routing.second_opinion(readings, lambda indices, languages: self._tesseract(
                 _crops(image, boxes[indices], tesseract.CROP_MARGIN), languages, request))
         return readings
 
-    def _recognizer(self, crops: list[np.ndarray], parent) -> list[Reading]:
-        """PP-OCR on the crops, in batches of similar width, for request ``parent``."""
+    def _recognizer(self, crops: list[np.ndarray], parent,
+                    served: Callable[[], tuple[int, list[str]]]) -> list[Reading]:
+        """PP-OCR on the crops, in batches of similar width, for request ``parent``;
+        ``served``: :meth:`_served_recognizer`, its answer kept for the request."""
         readings: list[Reading] = [Reading("", 0.0)] * len(crops)
         widths = [recognition.resized_width(crop) for crop in crops]
-        version, classes = self._served_recognizer()
+        version, classes = served()
         for batch in recognition.plan_batches(widths, self.batch):
             tensor = recognition.batch_tensor([crops[i] for i in batch])
             best, confidence = _call(RECOGNIZER_MODEL,
