@@ -120,13 +120,25 @@ def pdftotext_words(pdf: bytes, tmp_path: Path, *args: str) -> list[dict]:
             for word in layout.iter("{http://www.w3.org/1999/xhtml}word")]
 
 
-def ensemble_inferences(server) -> int:
-    """Requests ``server``'s ensemble has answered so far (Triton's statistics)."""
+def ensemble_inferences(server, expected: int | None = None, wait_s: float = 5.0) -> int:
+    """Requests ``server``'s ensemble has answered so far (Triton's statistics; cache hits are
+    not counted).
+
+    Triton counts a request when it releases it, which can come a moment after the response
+    reached the client; with ``expected``, the count is read again every 50 ms for up to
+    ``wait_s`` seconds until it reaches ``expected``, and the last count read is returned."""
+    import time
+
     import tritonclient.grpc as grpcclient
 
     client = grpcclient.InferenceServerClient(server.grpc_url)
     try:
-        stats = client.get_inference_statistics("ensemble_ocr", as_json=True)
+        give_up = time.monotonic() + wait_s
+        while True:
+            stats = client.get_inference_statistics("ensemble_ocr", as_json=True)
+            count = sum(int(model.get("inference_count", 0)) for model in stats["model_stats"])
+            if expected is None or count >= expected or time.monotonic() > give_up:
+                return count
+            time.sleep(0.05)
     finally:
         client.close()
-    return sum(int(model.get("inference_count", 0)) for model in stats["model_stats"])
