@@ -29,7 +29,7 @@ REPOSITORY = Path(__file__).resolve().parent.parent / "triton_models" / "reposit
 def run(batch: int, pieces: list[np.ndarray], precision: str, classes: list[str]
         ) -> tuple[list[float], list[str]]:
     """Milliseconds of three passes over ``pieces`` on a fresh engine, and the strings read."""
-    engine = OpenVinoEngine(str(REPOSITORY / RECOGNIZER_MODEL / "1" / "model.onnx"),
+    engine = OpenVinoEngine(str(validation.latest_version(REPOSITORY / RECOGNIZER_MODEL)),
                             EngineOptions(), precision)
     widths = [recognition.resized_width(piece) for piece in pieces]
     plan = recognition.plan_batches(widths, batch)
@@ -55,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--precision", default="fp32", help="fp32, bf16 or int8")
     args = parser.parse_args(argv)
     pieces = validation.ValidationSet(validation.DEFAULT_FOLDER).crops()
-    classes = recognition.load_dictionary(REPOSITORY / RECOGNIZER_MODEL / "1" / "dict.txt")
+    classes = recognition.load_dictionary(
+        validation.latest_version(REPOSITORY / RECOGNIZER_MODEL, "dict.txt"))
     lines = [f"{describe_cpu()}; {len(pieces)} validation crops; OpenVINO "
              f"{args.precision.upper()}", "",
              "| batch | first pass ms | warm ms | strings unlike the first row's |",

@@ -33,3 +33,21 @@ def test_served_pipeline_scores_text_words_and_receipts(live_triton, tmp_path, c
     assert result["receipts"]["label_recall"] >= 0.8
     printed = capsys.readouterr().out
     assert "complete images: F 1.000" in printed and "words: 7/10 right" in printed
+
+
+@pytest.mark.triton
+def test_word_crops_go_to_the_newest_recognizer_version_with_its_dictionary(
+        live_triton, settings, tmp_path):
+    """A version 2 copied into the repository but not loaded: its dictionary is not used to
+    decode version 1's classes; the command asks Triton for version 2 and says it failed."""
+    repository = tmp_path / "repository"
+    for version in ("1", "2"):
+        (repository / "recognizer" / version).mkdir(parents=True)
+        (repository / "recognizer" / version / "dict.txt").write_text("a\nb\n")
+    settings.TRITON_MODEL_REPOSITORY = str(repository)
+    data = tmp_path / "recognition"
+    data.mkdir()
+    (data / "text_gt.json").write_text(json.dumps({"about": "none", "images": {}}))
+    (data / "words").symlink_to(DATA / "recognition" / "words")
+    with pytest.raises(CommandError, match=r"the recognizer \(version 2\) failed"):
+        call_command("evaluate_recognition", data=data, images=IMAGES)

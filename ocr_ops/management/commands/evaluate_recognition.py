@@ -72,11 +72,12 @@ class Command(BaseCommand):
     def handle(self, *args, data, images, long_side, language, image_language, triton_url,
                model, json_path, rotated=False, orientation=None, **options):
         try:
-            from ocr_pipeline import imaging, recognition, text_evaluation
+            from ocr_pipeline import imaging, recognition, text_evaluation, validation
         except ImportError as exc:
             raise CommandError(f"{exc}: install the model package: "
                                f"pip install -e ./triton_models") from exc
         self.imaging, self.recognition, self.scoring = imaging, recognition, text_evaluation
+        self.latest_version = validation.latest_version
         overrides = dict(item.split("=", 1) for item in image_language if "=" in item)
         url = triton_url or settings.TRITON_GRPC_URL
         client = TritonClient(url, model or settings.TRITON_MODEL, settings.TRITON_TIMEOUT_S)
@@ -155,9 +156,12 @@ class Command(BaseCommand):
 
     def _words(self, url: str, folder: Path) -> dict:
         """Word crops through the served recognizer (the pipeline's own preprocessing and
-        decoding, the repository's dictionary)."""
+        decoding): its newest version in the repository, decoded with that version's
+        dictionary, as the ``recognize`` step does."""
         labels = json.loads(_read(folder / "labels.json"))["data_list"]
-        dictionary = Path(settings.TRITON_MODEL_REPOSITORY) / RECOGNIZER_MODEL / "1" / "dict.txt"
+        dictionary = self.latest_version(
+            Path(settings.TRITON_MODEL_REPOSITORY) / RECOGNIZER_MODEL, "dict.txt")
+        version = dictionary.parent.name
         classes = self.recognition.load_dictionary(dictionary)
         raw = grpcclient.InferenceServerClient(url)
         rows = []
@@ -169,9 +173,10 @@ class Command(BaseCommand):
                 request = grpcclient.InferInput(RECOGNIZER_INPUT, list(tensor.shape), "FP32")
                 request.set_data_from_numpy(tensor)
                 try:
-                    result = raw.infer(RECOGNIZER_MODEL, [request])
+                    result = raw.infer(RECOGNIZER_MODEL, [request], model_version=version)
                 except Exception as exc:  # noqa: BLE001 - tritonclient's errors, reported
-                    raise CommandError(f"the recognizer failed on {entry['img_path']}: {exc}")
+                    raise CommandError(f"the recognizer (version {version}) failed on "
+                                       f"{entry['img_path']}: {exc}")
                 reading = self.recognition.ctc_greedy(
                     *(result.as_numpy(name) for name in RECOGNIZER_OUTPUTS), classes)[0]
                 right = (self.scoring.normalise_word(reading.text)
