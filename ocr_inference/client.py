@@ -311,15 +311,19 @@ class TritonClient:
         Raises:
             errors.InferenceError: the (last) failure, mapped by :func:`errors.from_triton`.
         """
+        def left_after(pause: float) -> float:
+            """Seconds of the deadline left once ``pause`` is slept."""
+            return self.timeout_s - (time.perf_counter() - started) - pause
+
         for pause in RETRY_PAUSES_S:
-            remaining = self.timeout_s - (time.perf_counter() - started) - pause
+            remaining = left_after(pause)
             if not (self._lost_registration(exc) or _retryable(exc)) or remaining <= MIN_RETRY_S:
                 break
             dead = dead_stub_model(exc.message() or "")
             if dead is not None:
                 if not self._revival.revive(dead, remaining):
                     break
-                remaining = self.timeout_s - (time.perf_counter() - started) - pause
+                remaining = left_after(pause)       # the load took some of it
                 if remaining <= MIN_RETRY_S:
                     break
             logger.warning("Triton call failed (%s), sent again", exc.status())
