@@ -51,10 +51,15 @@ class TritonPythonModel:
             recognize = params.read(RECOGNIZE, optional_input(request, RECOGNIZE.tensor))
             auto = params.read(ORIENTATION, optional_input(request, ORIENTATION.tensor)) \
                 == ORIENTATION_AUTO
-            prepared = imaging.prepare_image(bytes(data), side, max_pixels=self.max_pixels,
-                                             square_canvas=self.square_canvas,
-                                             keep_original=recognize,
-                                             page=0 if page is None else int(page.reshape(-1)[0]))
+            number = 0 if page is None else int(page.reshape(-1)[0])
+            if recognize:
+                # Decoded in full (recognize crops the lines from it), resized below, once
+                # turned upright where it lies sideways.
+                pixels = np.asarray(imaging.decode_page(bytes(data), number, self.max_pixels))
+            else:
+                prepared = imaging.prepare_image(bytes(data), side, max_pixels=self.max_pixels,
+                                                 square_canvas=self.square_canvas,
+                                                 keep_original=False, page=number)
         except ParameterError as exc:
             return refusal(INVALID_PARAMETER, str(exc), exc.field)
         except imaging.ImageTooLargeError as exc:
@@ -65,14 +70,17 @@ class TritonPythonModel:
             return refusal(DOCUMENT_TOO_COMPLEX, str(exc))
         except imaging.DocumentDecodeError as exc:
             return refusal(DOCUMENT_UNDECODABLE, str(exc))
-        size = np.array([prepared.width, prepared.height], np.int32)
-        # Only when text is read: the orientation vote that checks the turn needs the text.
-        turn = self._turn(prepared.original) \
-            if recognize and auto and self.page_turn is not None else 0
-        if turn:
-            prepared = imaging.prepare_pixels(
-                np.ascontiguousarray(np.rot90(prepared.original, k=turn // 90)), side,
-                self.square_canvas)
+        turn = 0
+        if recognize:
+            size = np.array([pixels.shape[1], pixels.shape[0]], np.int32)
+            # Only when text is read: the orientation vote that checks the turn needs the text.
+            if auto and self.page_turn is not None:
+                turn = self._turn(pixels)
+            if turn:
+                pixels = np.ascontiguousarray(np.rot90(pixels, k=turn // 90))
+            prepared = imaging.prepare_pixels(pixels, side, self.square_canvas)
+        else:
+            size = np.array([prepared.width, prepared.height], np.int32)
         return pb_utils.InferenceResponse(output_tensors=[
             pb_utils.Tensor("image", prepared.tensor),
             pb_utils.Tensor("RESIZE_RATIO", np.array([prepared.ratio], dtype=np.float32)),
