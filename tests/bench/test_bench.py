@@ -167,3 +167,19 @@ def test_engine_comparison_smoke_run(tmp_path, monkeypatch):
     assert "| craft | openvino " in table and "ms / floor" in table
     assert ("| no-such-engine | failed: TritonStartError: tritonserver exited with code 1. |"
             in table)
+
+
+def test_the_recognizer_cuts_are_tensors_of_the_served_graph():
+    """bench.recognizer_precision cuts the recognizer at named tensors: each is one node's
+    output, and the graph's input and outputs are the contract's."""
+    import onnx
+    from ocr_contract.tensors import RECOGNIZER_INPUT, RECOGNIZER_MODEL, RECOGNIZER_OUTPUTS
+    from ocr_pipeline.validation import latest_version
+
+    from bench.recognizer_precision import CUTS, REPOSITORY
+
+    graph = onnx.load(latest_version(REPOSITORY / RECOGNIZER_MODEL), load_external_data=False).graph
+    produced = [name for node in graph.node for name in node.output]
+    assert [produced.count(tensor) for _, tensor in CUTS] == [1] * len(CUTS)
+    assert [i.name for i in graph.input] == [RECOGNIZER_INPUT]
+    assert [o.name for o in graph.output] == list(RECOGNIZER_OUTPUTS)

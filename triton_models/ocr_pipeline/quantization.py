@@ -43,7 +43,11 @@ other one in FP32, against the reference boxes of the validation set, every imag
   only the ASPP outputs in FP32, 0.972.
 - The recognizer has no recipe: quantised (NNCF's transformer type, everything or the convs
   only), it read 90 % of the validation crops as FP32 does (the bar is 99 %); with the default
-  model type, none.
+  model type, none. NNCF's accuracy control (``quantize_with_accuracy_control``, strings as
+  FP32 reads them on the calibration images' crops) had put 12 layers back in FP32 after
+  30 minutes and stood at 0.97-0.98. BF16 (AMX, 2026-12-06) reads 325 of 333 crops as FP32
+  does, in 0.40x its time; split into parts, no part in FP32 both passes and saves time
+  (``python -m bench.recognizer_precision``).
 
 Speed depends on the CPU (OpenVINO's AVX2 INT8 kernels gain less than AVX-512 VNNI's, ~3x FP32
 for the backbone); the engines serve INT8 only where it is measured faster and agrees with FP32
