@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 from ocr_contract.tensors import RECOGNIZER_INPUT, RECOGNIZER_MODEL, RECOGNIZER_OUTPUTS
 from ocr_pipeline import recognition, validation
+from ocr_pipeline.versions import latest_version
 from ocr_pipeline.engines import EngineOptions, OpenVinoEngine
 
 from .machine import describe_cpu
@@ -29,7 +30,7 @@ REPOSITORY = Path(__file__).resolve().parent.parent / "triton_models" / "reposit
 def run(batch: int, pieces: list[np.ndarray], precision: str, classes: list[str]
         ) -> tuple[list[float], list[str]]:
     """Milliseconds of three passes over ``pieces`` on a fresh engine, and the strings read."""
-    engine = OpenVinoEngine(str(validation.latest_version(REPOSITORY / RECOGNIZER_MODEL)),
+    engine = OpenVinoEngine(str(latest_version(REPOSITORY / RECOGNIZER_MODEL)),
                             EngineOptions(), precision)
     widths = [recognition.resized_width(piece) for piece in pieces]
     plan = recognition.plan_batches(widths, batch)
@@ -56,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     pieces = validation.ValidationSet(validation.DEFAULT_FOLDER).crops()
     classes = recognition.load_dictionary(
-        validation.latest_version(REPOSITORY / RECOGNIZER_MODEL, "dict.txt"))
+        latest_version(REPOSITORY / RECOGNIZER_MODEL, "dict.txt"))
     lines = [f"{describe_cpu()}; {len(pieces)} validation crops; OpenVINO "
              f"{args.precision.upper()}", "",
              "| batch | first pass ms | warm ms | strings unlike the first row's |",

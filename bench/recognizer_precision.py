@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 from ocr_contract.tensors import RECOGNIZER_INPUT, RECOGNIZER_MODEL, RECOGNIZER_OUTPUTS
 from ocr_pipeline import recognition, validation
+from ocr_pipeline.versions import latest_version
 from ocr_pipeline.engines import EngineOptions, OpenVinoEngine, openvino_precisions
 
 from .machine import describe_cpu
@@ -137,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.parse_args(argv)
-    onnx_path = validation.latest_version(REPOSITORY / RECOGNIZER_MODEL)
+    onnx_path = latest_version(REPOSITORY / RECOGNIZER_MODEL)
     classes = recognition.load_dictionary(onnx_path.parent / "dict.txt")
     lines = ["# Recognizer: width and BF16 by part", "", describe_cpu(), "", "## Width (FP32)",
              "", *width_table(onnx_path)]

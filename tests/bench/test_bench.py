@@ -174,7 +174,7 @@ def test_the_recognizer_cuts_are_tensors_of_the_served_graph():
     output, and the graph's input and outputs are the contract's."""
     import onnx
     from ocr_contract.tensors import RECOGNIZER_INPUT, RECOGNIZER_MODEL, RECOGNIZER_OUTPUTS
-    from ocr_pipeline.validation import latest_version
+    from ocr_pipeline.versions import latest_version
 
     from bench.recognizer_precision import CUTS, REPOSITORY
 

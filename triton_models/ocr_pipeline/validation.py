@@ -37,6 +37,7 @@ from ocr_contract.tensors import CRAFT_MODEL, RECOGNIZER_INPUT, RECOGNIZER_OUTPU
 
 from . import detection, imaging, recognition
 from .evaluation import parity_f
+from .versions import latest_version
 
 #: Roles a network can be validated in (the ``validation`` model-config parameter).
 ROLES = ("detector", "link_refiner", "recognizer")
@@ -269,20 +270,6 @@ def recognizer_validator(validation: ValidationSet, reference, classes: list[str
         return Agreement(share, MIN_STRING_SHARE,
                          f"strings {same}/{total} crops as FP32 reads them ({share:.3f})")
     return _validator("recognizer", validation, check)
-
-
-def latest_version(model_dir: Path, filename: str = "model.onnx") -> Path:
-    """``<model_dir>/<highest numeric version>/<filename>``.
-
-    Raises:
-        FileNotFoundError: no version folder holds ``filename``.
-    """
-    versions = sorted((int(p.name) for p in model_dir.iterdir()
-                       if p.name.isdigit() and (p / filename).exists()), reverse=True) \
-        if model_dir.is_dir() else []
-    if not versions:
-        raise FileNotFoundError(f"no version of {model_dir.name} holds {filename}")
-    return model_dir / str(versions[0]) / filename
 
 
 def validator_for(parameters: dict[str, str], model_dir: Path, version_dir: Path,

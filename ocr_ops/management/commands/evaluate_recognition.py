@@ -72,12 +72,12 @@ class Command(BaseCommand):
     def handle(self, *args, data, images, long_side, language, image_language, triton_url,
                model, json_path, rotated=False, orientation=None, **options):
         try:
-            from ocr_pipeline import imaging, recognition, text_evaluation, validation
+            from ocr_pipeline import imaging, recognition, text_evaluation, versions
         except ImportError as exc:
             raise CommandError(f"{exc}: install the model package: "
                                f"pip install -e ./triton_models") from exc
         self.imaging, self.recognition, self.scoring = imaging, recognition, text_evaluation
-        self.latest_version = validation.latest_version
+        self.latest_version = versions.latest_version
         overrides = dict(item.split("=", 1) for item in image_language if "=" in item)
         url = triton_url or settings.TRITON_GRPC_URL
         client = TritonClient(url, model or settings.TRITON_MODEL, settings.TRITON_TIMEOUT_S)

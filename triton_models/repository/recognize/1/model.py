@@ -18,6 +18,7 @@ from ocr_contract.tensors import TESSERACT_MODEL
 
 from ocr_pipeline import (detection, imaging, orientation, params, reading_order, recognition,
                           routing, tesseract, words)
+from ocr_pipeline.versions import versions
 from ocr_pipeline.recognition import Reading, Span
 from ocr_pipeline.triton_python import (RequestCancelled, cancelled, model_parameters,
                                         optional_input, refusal, stop_if_cancelled)
@@ -228,17 +229,15 @@ class TritonPythonModel:
         Raises:
             pb_utils.TritonModelException: no version folder with a ``dict.txt`` is ready.
         """
-        versions = sorted((int(folder.name) for folder in self.recognizer_dir.iterdir()
-                           if folder.name.isdigit() and (folder / "dict.txt").exists()),
-                          reverse=True)
-        for version in versions:
+        held = versions(self.recognizer_dir, "dict.txt")
+        for version in held:
             if pb_utils.is_model_ready(model_name=RECOGNIZER_MODEL, model_version=str(version)):
                 if version not in self.dictionaries:
                     self.dictionaries[version] = recognition.load_dictionary(
                         self.recognizer_dir / str(version) / "dict.txt")
                 return version, self.dictionaries[version]
         raise pb_utils.TritonModelException(
-            f"no version of {RECOGNIZER_MODEL} with a dict.txt is ready ({versions})")
+            f"no version of {RECOGNIZER_MODEL} with a dict.txt is ready ({held})")
 
 
 def _page_turn(request) -> int:
