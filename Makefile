@@ -34,8 +34,10 @@ setup: $(STAMP)
 serve: check-serve setup
 	$(BIN)/python manage.py serve_embedded
 
+# tests/runner.py: pytest, then whatever it started stopped however it ended, and its time
+# with the CPU's flags.
 test: check-test setup
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m tests.runner $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) var

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .launcher import free_port
-from .processes import stop_group
+from .processes import spawn, stop_group
 
 
 class BrokerStartError(RuntimeError):
@@ -96,9 +96,8 @@ class RedisServer:
             return self
         self.folder.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(self.command(), stdout=log,
-                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                            start_new_session=True)
+            self.process = spawn(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -169,10 +168,9 @@ class JobWorkers:
     def _spawn(self, recover: bool) -> subprocess.Popen:
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         try:
-            return subprocess.Popen(self.command(recover), stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, env={**os.environ, **self.env},
-                                    cwd=str(Path(self.manage_py).parent),
-                                    start_new_session=True)
+            return spawn(self.command(recover), stdout=log, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL, env={**os.environ, **self.env},
+                         cwd=str(Path(self.manage_py).parent))
         finally:
             if log is not subprocess.DEVNULL:
                 log.close()

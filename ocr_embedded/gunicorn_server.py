@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 
 from .launcher import free_port
-from .processes import stop_group
+from .processes import spawn, stop_group
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GUNICORN_CONF = REPO_ROOT / "deploy" / "gunicorn.conf.py"
@@ -89,14 +89,12 @@ class Gunicorn:
         # it with one SIGTERM (gthread workers that get both SIGINT and the master's SIGQUIT
         # can hang on shutdown).
         if self.log_path is None:
-            self.process = subprocess.Popen(command, cwd=REPO_ROOT, env=env,
-                                            start_new_session=True)
+            self.process = spawn(command, cwd=REPO_ROOT, env=env)
         else:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.log_path, "ab") as log:
-                self.process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log,
-                                                stderr=subprocess.STDOUT,
-                                                start_new_session=True)
+                self.process = spawn(command, cwd=REPO_ROOT, env=env, stdout=log,
+                                     stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout_s
         pids = set()
         wanted = self.workers or 1

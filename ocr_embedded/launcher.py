@@ -36,6 +36,8 @@ from ocr_contract.settings import TRITON_CACHE_BYTES
 from ocr_pipeline import tritonserver
 from tritonclient.utils import InferenceServerException
 
+from .processes import spawn
+
 
 class TritonStartError(RuntimeError):
     """Triton exited or did not get the models ready in time; the message has the log tail."""
@@ -61,6 +63,54 @@ def install_python_stub(server_dir: Path) -> Path:
         return tritonserver.install_python_stub(server_dir)
     except FileNotFoundError as exc:
         raise TritonStartError(str(exc)) from exc
+
+
+#: The Python backend's shared-memory regions are ``/dev/shm/<this prefix><uuid>``, one per stub.
+REGION_PREFIX = "triton_python_backend_shm_region_"
+
+
+def orphaned_regions(min_age_s: float = 60.0, shm: Path = Path("/dev/shm")) -> list[Path]:
+    """This user's Python-backend regions that no process of this user maps or holds open,
+    older than ``min_age_s`` seconds: what a Triton killed with its stubs (SIGKILL, the OOM
+    killer, a test run killed) leaves behind, 64 MiB or more each. A region is younger than
+    ``min_age_s`` for the moment between a starting server creating it and its stub mapping it.
+    """
+    uid, now = os.getuid(), time.time()
+    regions = {}
+    for path in shm.glob(REGION_PREFIX + "*"):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        if stat.st_uid == uid and now - stat.st_mtime >= min_age_s:
+            regions[path.name] = path
+    if not regions:
+        return []
+    in_use = set()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if proc.stat().st_uid != uid:
+                continue
+            held = (proc / "maps").read_text().split()
+            held += [os.readlink(fd) for fd in (proc / "fd").iterdir()]
+        except OSError:
+            continue
+        in_use.update(Path(entry).name for entry in held if entry.startswith(str(shm)))
+    return [path for name, path in regions.items() if name not in in_use]
+
+
+def remove_orphaned_regions(min_age_s: float = 60.0) -> int:
+    """Unlink :func:`orphaned_regions`; returns how many."""
+    removed = 0
+    for path in orphaned_regions(min_age_s):
+        try:
+            path.unlink()
+            removed += 1
+        except OSError:
+            pass
+    return removed
 
 
 def free_port() -> int:
@@ -161,11 +211,12 @@ class EmbeddedTriton:
         if self.process is not None and self.process.poll() is None:
             return self
         install_python_stub(pytriton_server_dir())
+        remove_orphaned_regions()          # a dead server's stubs could not unlink theirs
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
         try:
-            self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                            env=self.environment(), start_new_session=True)
+            self.process = spawn(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                 env=self.environment())
         finally:
             log.close()
         self.wait_ready(timeout_s)
@@ -244,7 +295,7 @@ class EmbeddedTriton:
                 arguments = (proc / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if any(a.startswith(b"triton_python_backend_shm_region_") for a in arguments):
+            if any(a.startswith(REGION_PREFIX.encode()) for a in arguments):
                 found[int(proc.name)] = [a.decode(errors="replace") for a in arguments]
         return found
 
@@ -252,7 +303,7 @@ class EmbeddedTriton:
         """Shared-memory regions of this server's Python-backend stubs, read from the stubs'
         command lines (:meth:`stubs`)."""
         return [a for arguments in self.stubs().values() for a in arguments
-                if a.startswith("triton_python_backend_shm_region_")]
+                if a.startswith(REGION_PREFIX)]
 
     def log_tail(self, lines: int = 40) -> str:
         """The last ``lines`` lines of the server log."""

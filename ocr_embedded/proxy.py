@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ocr_proxy.config import ProxySettings, server_config
 
-from .processes import stop_group
+from .processes import spawn, stop_group
 
 
 class ProxyStartError(RuntimeError):
@@ -106,10 +106,10 @@ http {{
         (self._runtime / "nginx.conf").write_text(self.main_config(self._runtime))
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(
+            self.process = spawn(
                 [binary, "-p", str(self._runtime), "-e", str(self.log_path),
                  "-c", str(self._runtime / "nginx.conf")],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

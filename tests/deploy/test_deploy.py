@@ -228,9 +228,11 @@ SETTINGS_SOURCES = ("gateway", "ocr_api", "ocr_admin", "ocr_ops", "ocr_inference
                     "triton_models/repository", "deploy/gunicorn.conf.py")
 #: Upper-case names in that code that are not settings: request headers (Django's META
 #: names), Django's own bootstrap variable, the tests' Chromium.
+#: Request headers, Django's own, and the test runs' knobs (tests/runner.py sets
+#: OCR_PROCESS_GROUPS_FILE for ocr_embedded.processes): nothing an operator sets.
 NOT_SETTINGS = {"HTTP_X_FORWARDED_FOR", "HTTP_X_FORWARDED_PROTO", "HTTP_AUTHORIZATION",
                 "HTTP_X_API_KEY", "HTTP_X_REQUEST_ID", "DJANGO_SETTINGS_MODULE",
-                "OCR_TEST_CHROMIUM"}
+                "OCR_TEST_CHROMIUM", "OCR_PROCESS_GROUPS_FILE"}
 SETTING_NAME = re.compile(r"[\"']((?:OCR|TRITON|DJANGO|GUNICORN|HTTP|LOG|DATABASE|CACHE|"
                           r"PROMETHEUS|TESSDATA|METRICS)_[A-Z0-9_]+|OCR_ENGINE)[\"']")
 

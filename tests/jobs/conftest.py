@@ -22,6 +22,7 @@ import urllib3
 
 from ocr_embedded.broker import JobWorkers, RedisServer
 from ocr_embedded.launcher import free_port
+from ocr_embedded.processes import spawn
 
 ROOT = Path(__file__).resolve().parents[2]
 MANAGE = ROOT / "manage.py"
@@ -59,12 +60,12 @@ class JobsStack:
     def start_gateway(self) -> None:
         self.port = self.port or free_port()
         log = open(self.var / "gunicorn.log", "ab")
-        self.gunicorn = subprocess.Popen(
+        self.gunicorn = spawn(
             [sys.executable, "-m", "gunicorn", "gateway.wsgi:application",
              "--bind", f"127.0.0.1:{self.port}", "--workers", "1",
              "--threads", str(self.threads),
              "--timeout", "300"], cwd=ROOT, env={**os.environ, **self.env},
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            stdout=log, stderr=subprocess.STDOUT)
         log.close()
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
