@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 import numpy as np
 import pypdfium2 as pdfium

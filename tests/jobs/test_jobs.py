@@ -9,7 +9,6 @@ import io
 import json
 import os
 import signal
-import subprocess
 import threading
 import time
 import uuid
@@ -21,7 +20,7 @@ from standardwebhooks import Webhook
 
 from tests.image_factory import images_pdf, text_page
 
-from .conftest import MANAGE, manage
+from .conftest import manage
 
 pytestmark = [pytest.mark.slow, pytest.mark.triton]
 

@@ -6,7 +6,6 @@ thread of this process), so the client talks real HTTP."""
 from __future__ import annotations
 
 import base64
-import io
 
 import pytest
 import requests
