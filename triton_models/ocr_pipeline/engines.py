@@ -176,7 +176,11 @@ class OpenVinoEngine(Engine):
         if options.streams:
             config[props.num_streams] = options.streams
         source = str(int8_path(onnx_path)) if precision == "int8" else onnx_path
-        self._compiled = core.compile_model(source, "CPU", config)
+        # Compiled from the read model, not the path: OpenVINO keys a cached blob by the
+        # model's content then (by its path otherwise), so the same network from another
+        # folder (a moved checkout, a container's mount, a test's copy of the repository)
+        # loads the blob instead of compiling again. Reading it costs ~0.2 s for CRAFT.
+        self._compiled = core.compile_model(core.read_model(source), "CPU", config)
         self._request = self._compiled.create_infer_request()
         self._outputs = [o.get_any_name() for o in self._compiled.outputs]
         self.precision = precision
@@ -225,11 +229,24 @@ def openvino_precisions(onnx_path: str | Path, core=None,
 
         capabilities = (core or ov.Core()).get_property("CPU", "OPTIMIZATION_CAPABILITIES")
     found = ["fp32"]
-    if "BF16" in capabilities:
+    if "BF16" in capabilities and not _onednn_capped_below_bf16():
         found.append("bf16")
     if read_int8_record(onnx_path) is not None:
         found.append("int8")
     return found
+
+
+#: oneDNN's ISA caps (``ONEDNN_MAX_CPU_ISA``, its CPU dispatcher control) under which it has
+#: no BF16 kernels: BF16 needs AVX512_CORE_BF16 or above.
+_BELOW_BF16 = {"SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE",
+               "AVX512_CORE_VNNI"}
+
+
+def _onednn_capped_below_bf16(environ=os.environ) -> bool:
+    """Whether oneDNN is told to use no ISA with BF16 (``ONEDNN_MAX_CPU_ISA``, e.g. ``AVX2``
+    to run an AVX-512 CPU as an AVX2-only server). OpenVINO's plugin still lists BF16 then (it
+    tests the CPU itself), but its BF16 pooling has no kernel and fails to compile."""
+    return environ.get("ONEDNN_MAX_CPU_ISA", "").strip().upper() in _BELOW_BF16
 
 
 def run_grouped(engine: Engine, feeds: list[dict[str, np.ndarray]]) -> list[dict[str, np.ndarray]]:

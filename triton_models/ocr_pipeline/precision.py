@@ -17,6 +17,11 @@ calibrated on the test images lost a small word of an image it had not seen). So
    the recognizer);
 3. else FP32. Without a validation set no reduced precision is kept.
 
+A candidate that fails to compile or to run is left out and named in the reason: OpenVINO
+lists BF16 among a CPU's capabilities by its own test of the CPU, while its oneDNN kernels may
+be capped lower (``ONEDNN_MAX_CPU_ISA=AVX2`` on an AVX-512 CPU, how an AVX2-only server is
+emulated: BF16 pooling then has no kernel and fails to compile). FP32 failing is an error.
+
 The decision, its times and agreement figures are stored in the compiled-model cache
 directory (``precision-choices.json``), keyed by :data:`DECISION_VERSION`, the model file,
 the CPU, the OpenVINO version, the threads, the warm-up shapes, the candidates, the INT8
@@ -31,13 +36,14 @@ import json
 import logging
 import os
 import platform
+import re
 import time
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from .engines import (Engine, EngineOptions, OnnxRuntimeEngine, OpenVinoEngine,
+from .engines import (PRECISIONS, Engine, EngineOptions, OnnxRuntimeEngine, OpenVinoEngine,
                       openvino_precisions)
 from .int8 import RECIPE_VERSIONS, network_of, read_int8_record
 from .validation import Agreement, Validator
@@ -88,6 +94,20 @@ def decide(times_ms: dict[str, float],
     parts = [f"{p} {times_ms[p]:.0f} ms" + (f" {notes[p]}" if p in notes else "")
              for p in sorted(times_ms, key=times_ms.get)]
     return chosen, f"auto: {', '.join(parts)} per warm-up input -> {chosen}"
+
+
+def verdicts(reason: str) -> dict[str, str]:
+    """Each candidate's verdict in an ``auto`` reason (:func:`decide`, :func:`choose_precision`):
+    ``"agrees"`` or ``"refused"`` (checked against FP32), ``"failed"`` (did not compile or
+    run), ``""`` (not checked: FP32 itself, or not faster than FP32 by :data:`AUTO_MARGIN`, or
+    slower than one that agreed), e.g. ``{"bf16": "refused", "int8": "agrees", "fp32": ""}``."""
+    names = "|".join(p for p in PRECISIONS if p != "auto")
+    timed = reason.split(" per warm-up input")[0].removeprefix("auto: ")
+    found = {name: verdict.strip() for name, verdict in
+             re.findall(rf"(?:^|, )({names}) \d+ ms( agrees| refused)?", timed)}
+    found.update({name: "failed" for name in
+                  re.findall(rf"; ({names}) failed to compile or run here", reason)})
+    return found
 
 
 def load_engine(onnx_path: str, options: EngineOptions,
@@ -162,12 +182,30 @@ def choose_precision(onnx_path: str, options: EngineOptions,
     cached = _load_choices(options.cache_dir).get(key)
     if cached is not None:
         return compile_in(cached["precision"]), cached["reason"]
-    engines = {precision: compile_in(precision) for precision in candidates}
-    times = {precision: _median_ms(engine, sample) for precision, engine in engines.items()}
+    engines, times, failed = {}, {}, {}
+    for precision in candidates:
+        try:
+            engines[precision] = compile_in(precision)
+            times[precision] = _median_ms(engines[precision], sample)
+        except RuntimeError as exc:
+            if precision == "fp32":
+                raise
+            engines.pop(precision, None)
+            failed[precision] = _first_line(exc)
     chosen, reason = decide(times, lambda precision: validator(engines[precision])
                             if validator else None)
+    reason += "".join(f"; {precision} failed to compile or run here ({message})"
+                      for precision, message in failed.items())
     _store_choice(options.cache_dir, key, {"precision": chosen, "reason": reason})
     return engines[chosen], reason
+
+
+def _first_line(error: Exception) -> str:
+    """The telling line of an engine's error: OpenVINO's start with lines naming its own
+    source files (``Exception from src/...``) before the check that failed."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    telling = [line for line in lines if not line.startswith("Exception from")] or lines
+    return (telling[0] if telling else type(error).__name__)[:200]
 
 
 def forced_verdict(onnx_path: str, engine: Engine, options: EngineOptions,
