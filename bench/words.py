@@ -33,6 +33,7 @@ from pathlib import Path
 import tritonclient.grpc as grpcclient
 from ocr_contract.tensors import ENSEMBLE, OUTPUTS
 from ocr_embedded.launcher import EmbeddedTriton
+from ocr_embedded.stack import engine_cache_dir
 from ocr_inference.client import TritonClient
 from ocr_inference.requests import build_inputs
 from ocr_pipeline.evaluation import DetectionScore, load_mmocr_textdet, score_image
@@ -43,7 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 REPOSITORY = ROOT / "triton_models" / "repository"
 DATA = ROOT / "tests" / "data"
 RESULTS = ROOT / "bench" / "results"
-ENGINE_CACHE = ROOT / "var" / "cache" / "openvino-tests"
+ENGINE_CACHE = engine_cache_dir()
 #: A first start compiles the engines and times their precisions (as the tests wait).
 START_TIMEOUT_S = 900
 ANGLES = (0, 90, 180, 270)

@@ -11,6 +11,7 @@ from pathlib import Path
 from django.conf import settings as django_settings
 
 from ocr_embedded.launcher import EmbeddedTriton
+from ocr_embedded.stack import engine_cache_dir
 
 DATA = Path(__file__).parent / "data"
 IMAGES = DATA / "images"
@@ -33,28 +34,55 @@ def unseen_reference() -> dict:
     return json.loads((UNSEEN / "reference_1280.json").read_text())
 
 
-#: OpenVINO's compiled models and precision decisions, shared by every test server (and kept
-#: between runs): each network is compiled and measured once, not once per server.
-ENGINE_CACHE = Path(django_settings.VAR_DIR) / "cache" / "openvino-tests"
+#: OpenVINO's compiled models and precision decisions, shared by every test server and with
+#: ``make serve`` (its folder, kept between runs): each network is compiled and measured once
+#: per machine, not once per server or per command.
+ENGINE_CACHE = engine_cache_dir(Path(django_settings.VAR_DIR))
 
 
 @contextmanager
-def running_triton(tmp_path_factory, name: str, repository: Path | None = None, **options):
+def running_triton(tmp_path_factory, name: str, repository: Path | None = None,
+                   warmups: bool = False, **options):
     """A started :class:`EmbeddedTriton` on free ports, logging into a fresh temp folder;
-    stopped on exit. ``options`` are EmbeddedTriton's (flavour, cache_bytes, env, ...)."""
+    stopped on exit. ``options`` are EmbeddedTriton's (flavour, cache_bytes, env, ...).
+
+    Without ``warmups`` the server serves a copy of ``repository`` (default: this checkout's)
+    whose models keep only their first warm-up input (:func:`trim_warmups`): a test server
+    needs none of the page shapes a deployment warms at start, and each shape a test does
+    send costs its first request about what its warm-up would have."""
     env = {"OCR_ENGINE_CACHE_DIR": str(ENGINE_CACHE), **options.pop("env", {})}
+    folder = tmp_path_factory.mktemp(name)
+    repository = Path(repository or django_settings.TRITON_MODEL_REPOSITORY)
+    if not warmups:
+        if repository == Path(django_settings.TRITON_MODEL_REPOSITORY):
+            repository = copy_repository(folder / "repository")
+        trim_warmups(repository)      # a copy: this checkout's or the test's own
     if not any(ENGINE_CACHE.glob("*")):
         # Past pytest's capture: otherwise the first run is minutes of silence.
         sys.__stderr__.write(f"\nFirst test Triton: compiling the networks and timing their "
                              f"precisions into {ENGINE_CACHE} (a few minutes, once)\n")
-    server = EmbeddedTriton(
-        repository=repository or django_settings.TRITON_MODEL_REPOSITORY,
-        log_path=tmp_path_factory.mktemp(name) / "triton.log", env=env, **options)
+    server = EmbeddedTriton(repository=repository, log_path=folder / "triton.log", env=env,
+                            **options)
     try:
         server.start(timeout_s=900)         # a cold first start: compiling and timing engines
         yield server
     finally:
         server.stop()
+
+
+def trim_warmups(repository: Path) -> Path:
+    """Keep only the first ``model_warmup`` input of every config in ``repository`` (a copy:
+    the files are rewritten), flavours' configs included: the one ``auto`` times precisions
+    on, so the server reuses the precision decisions of the engine cache."""
+    from google.protobuf import text_format
+    from tritonclient.grpc import model_config_pb2
+
+    for path in [*repository.glob("*/config.pbtxt"), *repository.glob("*/configs/*.pbtxt")]:
+        config = text_format.Parse(path.read_text(), model_config_pb2.ModelConfig())
+        if len(config.model_warmup) > 1:
+            del config.model_warmup[1:]
+            path.write_text(text_format.MessageToString(config))
+    return repository
 
 
 def python_backend_instances(repository: Path) -> int:
@@ -71,9 +99,17 @@ def python_backend_instances(repository: Path) -> int:
     return count
 
 
+def trimmed_repository(target: Path) -> Path:
+    """A copy of the model repository as the tests' own servers serve it: weights hard-linked,
+    warm-ups trimmed (:func:`trim_warmups`)."""
+    return trim_warmups(copy_repository(target))
+
+
 def copy_repository(target: Path) -> Path:
     """A private copy of the model repository (weights hard-linked, not copied) that a test
-    may change: add versions, edit configs."""
+    may change: add versions, edit configs. OpenVINO's compiled models are cached by content
+    (:class:`ocr_pipeline.engines.OpenVinoEngine`), so the copy's networks load from the
+    engine cache as the original's do."""
     source = Path(django_settings.TRITON_MODEL_REPOSITORY)
     for path in source.rglob("*"):
         if "__pycache__" in path.parts:

@@ -17,7 +17,7 @@ import pytest
 from bench.load import percentile
 from bench.traffic import tcp_counters
 
-from tests.helpers import IMAGES, reference_boxes
+from tests.helpers import ENGINE_CACHE, IMAGES, reference_boxes, trimmed_repository
 
 pytestmark = pytest.mark.slow
 
@@ -53,8 +53,17 @@ def test_tcp_counters_see_bytes_on_a_real_connection():
     assert list(counters.values()) == [(70_000, 3_000)]
 
 
+@pytest.fixture(scope="module")
+def smoke_environment(tmp_path_factory) -> dict[str, str]:
+    """What a benchmark's smoke run is given: the tests' engine cache (compiled networks and
+    precision decisions: a row's Triton loads them instead of choosing again) and a copy of the
+    model repository with only the warm-up input each precision is timed on."""
+    repository = trimmed_repository(tmp_path_factory.mktemp("bench") / "repository")
+    return {"TRITON_MODEL_REPOSITORY": str(repository), "OCR_ENGINE_CACHE_DIR": str(ENGINE_CACHE)}
+
+
 @pytest.mark.triton
-def test_one_image_run_of_every_mode(tmp_path):
+def test_one_image_run_of_every_mode(tmp_path, smoke_environment):
     images = tmp_path / "images"
     images.mkdir()
     shutil.copy(IMAGES / "img_1.jpg", images / "img_1.jpg")
@@ -67,7 +76,7 @@ def test_one_image_run_of_every_mode(tmp_path):
          "--requests", "1", "--workers", "1", "--threads", "2", "--long-side", "640",
          "--out", str(out)],
         cwd=REPO, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "OCR_ENGINE_PRECISION": "fp32"})
+        env={**os.environ, **smoke_environment, "OCR_ENGINE_PRECISION": "fp32"})
     assert done.returncode == 0, done.stderr[-4000:]
     assert "Targets:" in done.stdout
     reference_count = len(reference_boxes(640)["img_1.jpg"]["boxes"])
@@ -119,13 +128,15 @@ def test_one_image_run_of_every_mode(tmp_path):
     assert steps["slowest_step"] in ("craft", "refinenet")
 
 
-def test_engine_comparison_smoke_run(tmp_path, monkeypatch):
+def test_engine_comparison_smoke_run(tmp_path, monkeypatch, smoke_environment):
     """``python -m bench.engines`` on one image at long side 640: auto and onnxruntime, with
     parity, recognition's cost and the time around the networks; a row between them whose
     Triton really fails to start (an engine that does not exist) is reported as failed and
     costs the other rows nothing."""
     from bench import engines
 
+    for name, value in smoke_environment.items():
+        monkeypatch.setenv(name, value)
     images = tmp_path / "images"
     images.mkdir()
     shutil.copy(IMAGES / "img_1.jpg", images / "img_1.jpg")      # 6 words at 640

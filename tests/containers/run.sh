@@ -153,12 +153,10 @@ say "make serve (the reference answer), in the background"
 make --no-print-directory .venv/.installed
 read -r SERVE_HTTP SERVE_GRPC SERVE_TRITON_HTTP SERVE_TRITON_METRICS SERVE_METRICS \
     <<<"$(free_ports 5)"
-# The engines' compiled models and precision decisions that make test left (tests/helpers.py's
-# ENGINE_CACHE, when it ran first, as in .ci/run): timing them again would take minutes of the
-# same 2 cores the image builds use.
-serve_cache="$ROOT/var/cache/openvino-tests"
-compgen -G "$serve_cache/*" >/dev/null || serve_cache=""
-OCR_ENGINE_CACHE_DIR=$serve_cache HTTP_PORT=$SERVE_HTTP TRITON_GRPC_PORT=$SERVE_GRPC TRITON_HTTP_PORT=$SERVE_TRITON_HTTP \
+# make serve reuses the engines' compiled models and precision decisions that make test left
+# in the same folder (ocr_embedded.stack.engine_cache_dir, when it ran first, as in .ci/run):
+# timing them again would take minutes of the same 2 cores the image builds use.
+HTTP_PORT=$SERVE_HTTP TRITON_GRPC_PORT=$SERVE_GRPC TRITON_HTTP_PORT=$SERVE_TRITON_HTTP \
     TRITON_METRICS_PORT=$SERVE_TRITON_METRICS METRICS_PORT=$SERVE_METRICS \
     setsid make serve >"$WORK/make-serve.log" 2>&1 </dev/null &
 SERVE_PID=$!

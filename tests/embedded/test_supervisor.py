@@ -7,12 +7,11 @@ import signal
 import time
 
 import pytest
-from django.conf import settings as django_settings
 
 from ocr_embedded.launcher import EmbeddedTriton
 from ocr_embedded.supervisor import TritonSupervisor, exit_reason
 
-from tests.helpers import ENGINE_CACHE, IMAGES
+from tests.helpers import ENGINE_CACHE, IMAGES, trimmed_repository
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +27,7 @@ def test_a_killed_triton_is_restarted_and_the_gateway_turns_ready(tmp_path, sett
                                                                    api_client,
                                                                    anonymous_client, caplog):
     # Compiled engines cached, as make serve does: the restart loads them instead of compiling.
-    triton = EmbeddedTriton(repository=django_settings.TRITON_MODEL_REPOSITORY,
+    triton = EmbeddedTriton(repository=trimmed_repository(tmp_path / "repository"),
                             log_path=tmp_path / "triton.log", cache_bytes=0,
                             env={"OCR_ENGINE_CACHE_DIR": str(ENGINE_CACHE)})
     supervisor = TritonSupervisor(triton, initial_backoff_s=0.5, start_timeout_s=900)

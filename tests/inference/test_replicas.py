@@ -10,13 +10,12 @@ import urllib.request
 
 import pytest
 
-from django.conf import settings as django_settings
 
 from ocr_embedded.gunicorn_server import Gunicorn
 from ocr_embedded.launcher import EmbeddedTriton, free_port
 from ocr_embedded.stack import prepare_gateway_state
 
-from tests.helpers import ENGINE_CACHE, IMAGES, ensemble_inferences
+from tests.helpers import ENGINE_CACHE, IMAGES, ensemble_inferences, trimmed_repository
 
 pytestmark = [pytest.mark.triton, pytest.mark.slow]
 IMAGE = (IMAGES / "img_1.jpg").read_bytes()
@@ -27,10 +26,11 @@ def replicas(tmp_path_factory):
     """Two Tritons sharing the tests' compiled-engine cache, so that neither (nor a restart)
     compiles again."""
     servers = []
+    repository = trimmed_repository(tmp_path_factory.mktemp("replicas") / "repository")
     try:
         for name in ("replica-a", "replica-b"):
             folder = tmp_path_factory.mktemp(name)
-            server = EmbeddedTriton(repository=django_settings.TRITON_MODEL_REPOSITORY,
+            server = EmbeddedTriton(repository=repository,
                                     log_path=folder / "triton.log", cache_bytes=0,
                                     env={"OCR_ENGINE_CACHE_DIR": str(ENGINE_CACHE)})
             servers.append(server)
