@@ -9,10 +9,12 @@ from django.conf import settings
 
 from ocr_inference.triton_metrics import engine_info
 from ocr_pipeline import boxes, engines, evaluation, imaging, validation
+from ocr_pipeline import precision as precision_rule
 from ocr_pipeline.precision import load_engine
 
 from tests.helpers import (DATA, IMAGES, UNSEEN, reference_boxes, running_triton,
                            unseen_reference)
+from tests.api.test_ocr import box_points, post_image
 from tests.parity import PARITY_F, parity_f
 
 REPOSITORY = Path(settings.TRITON_MODEL_REPOSITORY)
@@ -24,17 +26,11 @@ UNSEEN_ICDAR_FP32 = (8, 9, 13)
 
 
 def engine_cases() -> list[tuple[str, str, str, int]]:
-    """``(engine, craft precision, refiner precision, long side)`` for every engine and every
-    precision each network offers on this CPU with these models. FP32 is checked against the
-    reference run at long side 640 (a quarter of the work at 1280; the API tests check the
-    served combination at 1280); a reduced precision, which changes the numbers most, at 1280,
-    where quality is judged, with the other network in FP32."""
-    cases = [("onnxruntime", "fp32", "fp32", 640), ("openvino", "fp32", "fp32", 640)]
-    cases += [("openvino", p, "fp32", 1280) for p in engines.openvino_precisions(CRAFT)
-              if p != "fp32"]
-    cases += [("openvino", "fp32", p, 1280) for p in engines.openvino_precisions(REFINENET)
-              if p != "fp32"]
-    return cases
+    """``(engine, craft precision, refiner precision, long side)``: FP32 in both engines,
+    checked against the reference run at long side 640 (a quarter of the work at 1280). The
+    reduced precisions this CPU offers are checked where quality is judged, at 1280, by
+    :func:`test_every_reduced_precision_is_served_at_parity_refused_or_at_parity_alone`."""
+    return [("onnxruntime", "fp32", "fp32", 640), ("openvino", "fp32", "fp32", 640)]
 
 
 def case_images(long_side: int) -> dict[str, tuple[Path, list]]:
@@ -51,11 +47,10 @@ def case_images(long_side: int) -> dict[str, tuple[Path, list]]:
 pytestmark = pytest.mark.quality
 
 
-@pytest.fixture(scope="module", params=engine_cases(), ids=lambda case: "-".join(map(str, case)))
-def detected(request):
-    """``(case, engines, {image name: boxes})`` for every case image: craft and refinenet
-    in-process in the case's precisions, with the service's pre/post-processing."""
-    engine, craft_precision, refiner_precision, long_side = request.param
+def detect_in_process(engine: str, craft_precision: str, refiner_precision: str,
+                      long_side: int) -> tuple[tuple, dict[str, list]]:
+    """``(engines, {image name: boxes})`` for every case image: craft and refinenet
+    in-process in the precisions named, with the service's pre/post-processing."""
     craft = load_engine(CRAFT, engines.EngineOptions(engine=engine, precision=craft_precision))
     refiner = load_engine(REFINENET, engines.EngineOptions(engine=engine,
                                                            precision=refiner_precision))
@@ -67,7 +62,13 @@ def detected(request):
         boxes_found, _ = boxes.detect_boxes(maps["y"][0, 0], link[0, 0], 0.7, 0.4, 0.4)
         found[name] = boxes.to_image_coordinates(boxes_found, prepared.ratio, prepared.width,
                                                  prepared.height).tolist()
-    return request.param, (craft, refiner), found
+    return (craft, refiner), found
+
+
+@pytest.fixture(scope="module", params=engine_cases(), ids=lambda case: "-".join(map(str, case)))
+def detected(request):
+    """``(case, engines, {image name: boxes})`` of an FP32 case (:func:`engine_cases`)."""
+    return (request.param, *detect_in_process(*request.param))
 
 
 def test_engine_reports_what_runs(detected):
@@ -81,55 +82,86 @@ def test_engine_reports_what_runs(detected):
             assert f" {precision.upper()} " in network.description
 
 
-def assert_auto_refuses(detected, what: str) -> None:
-    """A case off FP32's figures (``what`` says how) must be one that ``auto`` never serves:
-    a reduced precision the validation set refuses. So the tests pass on every CPU kind,
-    whatever precisions it offers and however they round."""
-    (_, craft_precision, refiner_precision, _), (craft, refiner), _ = detected
-    assert (craft_precision, refiner_precision) != ("fp32", "fp32"), what
-    validation_set = validation.ValidationSet(validation.DEFAULT_FOLDER)
-    options = engines.EngineOptions(precision="fp32")
-    if craft_precision != "fp32":      # the other network is FP32 in every case
-        reference = engines.OpenVinoEngine(CRAFT, options, "fp32")
-        verdict = validation.detector_validator(validation_set, refiner, reference)(craft)
-    else:
-        reference = engines.OpenVinoEngine(REFINENET, options, "fp32")
-        verdict = validation.link_refiner_validator(validation_set, craft, reference)(refiner)
-    assert not verdict.passed, (
-        f"{what}, yet the validation set accepts it ({verdict.detail}): auto would serve it")
-
-
-def test_every_image_matches_the_reference_or_auto_refuses_the_precision(detected):
-    """Green on every CPU kind: a precision this CPU offers is at parity on every test image
-    (the unseen ones included), or the validation set refuses it, so ``auto`` never serves
-    it (a forced one says so in /api/models)."""
+def test_fp32_matches_the_reference_on_every_image(detected):
     (_, _, _, long_side), _, found = detected
     scores = {name: parity_f(found[name], expected)
               for name, (_, expected) in case_images(long_side).items()}
-    if min(scores.values()) < PARITY_F:
-        assert_auto_refuses(detected, f"not at parity on the test images {scores}")
+    assert min(scores.values()) >= PARITY_F, scores
 
 
-@pytest.mark.parametrize("detected", [case for case in engine_cases() if case[3] == 1280],
-                         indirect=True, ids=lambda case: "-".join(map(str, case)))
-def test_icdar_hmean_is_no_lower_than_fp32s(detected):
-    """Quality is judged at 1280 (tests/data/SOURCES.md): the cases run there, on the shared
-    ICDAR sample and on the unseen one. Green on every CPU kind, like the parity test: a
-    precision off FP32's figures is one the validation set refuses."""
-    _, _, found = detected
-    for ground_truth, expected in ((DATA / "icdar2015_gt.json", (7, 8, 8)),
-                                   (UNSEEN / "icdar2015_gt.json", UNSEEN_ICDAR_FP32)):
+def icdar_figures(found: dict[str, list]) -> dict[str, tuple[int, int, int]]:
+    """(matched, detections, truths) by the ICDAR 2015 rule on the shared sample and on the
+    unseen one, from ``{image name: boxes}``."""
+    figures = {}
+    for ground_truth in (DATA / "icdar2015_gt.json", UNSEEN / "icdar2015_gt.json"):
         total = evaluation.DetectionScore()
         for image in evaluation.load_mmocr_textdet(ground_truth):
             total.add(evaluation.score_image(found[image.image], image.truths,
                                              image.dont_care))
-        # FP32's figures, through the served ensemble: tests/ops/test_evaluate_detection.py.
-        # A precision that misses them is one auto must refuse (a BF16 CRAFT on an AMX Xeon
-        # lost every box of one image).
-        figures = (total.matched, total.detections, total.truths)
-        if figures != expected:
-            assert_auto_refuses(detected, f"{ground_truth.parent.name}: (matched, detections, "
-                                          f"truths) {figures}, FP32's {expected}")
+        figures[ground_truth.parent.name] = (total.matched, total.detections, total.truths)
+    return figures
+
+
+#: FP32's figures, through the served ensemble (tests/ops/test_evaluate_detection.py) and the
+#: reference run (UNSEEN_ICDAR_FP32).
+FP32_ICDAR = {"data": (7, 8, 8), "unseen": UNSEEN_ICDAR_FP32}
+
+
+@pytest.fixture(scope="module")
+def served(triton) -> dict[str, str]:
+    """What the session's Triton runs: ``{"craft": "openvino ... INT8 LATENCY (auto: ...)",
+    "refinenet": ...}`` (its ``ocr_engine_info``)."""
+    deadline = time.monotonic() + 20
+    while not (info := engine_info(triton.metrics_url)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return {network: info[f"{network} v1"] for network in ("craft", "refinenet")}
+
+
+@pytest.mark.triton
+def test_the_served_combination_keeps_fp32s_icdar_figures(api_client, live_triton):
+    """The precisions auto chose on this CPU, through POST /api/ocr at the default working
+    size: the ICDAR figures of FP32, on the shared sample and on the unseen images (their box
+    parity: tests/api/test_served_parity.py, whose requests these repeat, so Triton's response
+    cache answers them)."""
+    found = {}
+    for path in [*IMAGES.glob("img_*.jpg"), *UNSEEN.glob("*.jpg")]:
+        response = post_image(api_client, path)
+        assert response.status_code == 200, response.json()
+        found[path.name] = box_points(response.json())
+    assert icdar_figures(found) == FP32_ICDAR
+
+
+@pytest.mark.triton
+def test_every_reduced_precision_is_served_at_parity_refused_or_at_parity_alone(served):
+    """Green on every CPU kind, whatever precisions it offers and however they round: a
+    reduced precision this CPU offers a network is the one served (its parity at 1280:
+    tests/api/test_served_parity.py and the test above), or one ``auto`` does not serve
+    (refused on the validation set, failed, or not faster than FP32), or else, agreeing with
+    FP32 on the validation set though another was chosen (so an operator may force it), at
+    parity alone: that network in it, the other in FP32, on every test image at 1280 with
+    FP32's ICDAR figures."""
+    checked = {}
+    for network, path in (("craft", CRAFT), ("refinenet", REFINENET)):
+        description, _, reason = served[network].partition(" (")
+        assert description.startswith("openvino "), description
+        serving = description.split()[2].lower()
+        verdicts = precision_rule.verdicts(reason)
+        for candidate in engines.openvino_precisions(path):
+            if candidate in ("fp32", serving):
+                continue
+            checked[(network, candidate)] = verdicts.get(candidate, "")
+            if verdicts.get(candidate) != "agrees":
+                continue                       # auto never serves it; forcing it says so
+            craft_p, refiner_p = (candidate, "fp32") if network == "craft" else ("fp32",
+                                                                                 candidate)
+            _, found = detect_in_process("openvino", craft_p, refiner_p, 1280)
+            scores = {name: parity_f(found[name], expected)
+                      for name, (_, expected) in case_images(1280).items()}
+            assert min(scores.values()) >= PARITY_F, (network, candidate, scores)
+            assert icdar_figures(found) == FP32_ICDAR, (network, candidate)
+    # Every offered candidate was met in the decision: timed, or left out as failed.
+    assert all(candidate in precision_rule.verdicts(served[network].partition(" (")[2])
+               for network, candidate in checked), (checked, served)
 
 
 def test_an_unavailable_precision_is_refused_with_the_fix(tmp_path):
