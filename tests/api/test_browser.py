@@ -11,6 +11,7 @@ import datetime as dt
 import io
 import os
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -251,12 +252,18 @@ def test_exif_rotated_photo_on_a_phone_screen(open_page, api_key, artifacts, tmp
 
 
 def test_a_pdf_shows_every_page_with_its_boxes_and_downloads_its_formats(
-        open_page, api_key, artifacts, tmp_path):
+        open_page, api_key, api_client, artifacts, tmp_path):
     from tests.api.test_documents import two_page_pdf
 
     document = tmp_path / "two-pages.pdf"
     document.write_bytes(two_page_pdf())
+    # The page waits for the API as long as reading the document takes on this machine (the
+    # browser's 30 s default is less than two pages take on a slow CPU).
+    started = time.monotonic()
+    assert api_client.post("/api/ocr", document.read_bytes(),
+                           content_type="application/pdf").status_code == 200
     page = open_page("/")
+    page.set_default_timeout(1000 * max(30.0, 3 * (time.monotonic() - started)))
     page.fill("#api-key", api_key[1])
     body = upload(page, document)
     assert body["document"] == {"format": "PDF", "pages": 2}
