@@ -267,6 +267,7 @@ OCR_UNAUTHENTICATED_RATE_PER_MINUTE = env.int("OCR_UNAUTHENTICATED_RATE_PER_MINU
 OCR_BROKER_URL = env.str("OCR_BROKER_URL", default="redis://127.0.0.1:6379/0")
 OCR_JOB_MAX_PAGES = limits.JOB_MAX_PAGES.read()
 OCR_JOB_MAX_BYTES = limits.JOB_MAX_BYTES.read()
+OCR_JOB_PAGE_TIMEOUT_S = limits.JOB_PAGE_TIMEOUT_S.read()
 #: Seconds a finished job (its upload, pages and result) is kept; manage.py purge_jobs deletes
 #: what is older.
 OCR_JOB_RESULT_TTL = env.int("OCR_JOB_RESULT_TTL", default=24 * 3600)

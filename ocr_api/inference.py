@@ -59,8 +59,10 @@ def infer(image: bytes, parameters: dict, kind: str = admission.IMAGE) -> OcrRes
     """
     admitted = admission.get().admit(admission.current_caller.get(), [kind])
     try:
-        with admitted.page(0):
-            return get_client().infer(image, parameters)
+        with admitted.page(0) as call:
+            result = get_client().infer(image, parameters, timeout_s=call.timeout_s)
+            call.cached = result.cached
+            return result
     except InferenceError as error:
         raise api_error(error) from error
 
@@ -69,15 +71,20 @@ def infer_job_page(document: Document, index: int, parameters: dict,
                    give_up_s: float) -> OcrResult:
     """OCR of page ``index`` (0-based) of a job's document with the job's ``parameters``:
     never refused, it waits until synchronous requests would still find room
-    (:meth:`ocr_api.admission.Admission.job_page`, at most ``give_up_s`` seconds).
+    (:meth:`ocr_api.admission.Admission.job_page`, at most ``give_up_s`` seconds), then for
+    its turn; its deadline is a job page's (``OCR_JOB_PAGE_TIMEOUT_S`` from admission).
 
     Raises:
         errors.ApiError: see :func:`ocr_api.errors.from_inference`.
     """
     data, extra = page_input(document, index)
     try:
-        with admission.get().job_page(page_kind(document), give_up_s):
-            return get_client().infer(data, {**parameters, **extra})
+        with admission.get().job_page(page_kind(document), give_up_s) as call:
+            result = get_client().infer(data, {**parameters, **extra},
+                                        timeout_s=call.timeout_s
+                                        or settings.OCR_JOB_PAGE_TIMEOUT_S)
+            call.cached = result.cached
+            return result
     except InferenceError as error:
         raise api_error(error) from error
 

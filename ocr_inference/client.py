@@ -22,7 +22,8 @@ from typing import Callable, ContextManager
 import numpy as np
 import tritonclient.grpc as grpcclient
 from ocr_contract.tensors import (ANGLE, BOX_OF_WORD, BOXES, CHARACTER_BOXES, CHARACTER_SCORES,
-                                  CHARACTER_TEXTS, DEADLINE_PARAMETER, ENSEMBLE, IMAGE_SIZE,
+                                  CHARACTER_TEXTS, COMPUTED_FOR, DEADLINE_PARAMETER, ENSEMBLE,
+                                  IMAGE_SIZE,
                                   LINE_BOXES, LINE_OF_BOX, PARAGRAPH_OF_LINE, READING_ORDER,
                                   SCORES, TEXT, TEXT_SCORES, TEXTS, WORD_BOXES,
                                   WORD_OF_CHARACTER, WORD_SCORES, WORD_TEXTS)
@@ -86,6 +87,9 @@ class OcrResult:
         words: :class:`Words`, every box's words (empty when the text was not read).
         characters: :class:`Words` of the words' characters (``owner`` their word), or None
             when not asked for (``detail=characters``).
+        cached: the answer came from Triton's response cache, computed for an earlier request
+            (its ``COMPUTED_FOR`` is not this call's deadline): its time says nothing of what
+            reading the image costs.
     """
 
     boxes: np.ndarray
@@ -105,6 +109,21 @@ class OcrResult:
     angle: int = 0
     words: "Words | None" = None
     characters: "Words | None" = None
+    cached: bool = False
+
+
+@dataclass
+class Call:
+    """One call of :meth:`TritonClient.infer_many`, as the context around it sees it.
+
+    Attributes:
+        timeout_s: the seconds the call may take (None: the client's :attr:`timeout_s`).
+        cached: set once answered: the answer came from Triton's response cache
+            (:attr:`OcrResult.cached`).
+    """
+
+    timeout_s: float | None = None
+    cached: bool = False
 
 
 @dataclass(frozen=True)
@@ -172,13 +191,16 @@ class TritonClient:
 
     # -- one image -------------------------------------------------------------------------
 
-    def infer(self, image: bytes, parameters: dict) -> OcrResult:
+    def infer(self, image: bytes, parameters: dict, timeout_s: float | None = None
+              ) -> OcrResult:
         """Run the ensemble on one encoded image.
 
         Args:
             image: the encoded file as uploaded.
             parameters: ``{API name: value}`` of :mod:`ocr_contract.parameters`; absent or
                 None ones take the model's defaults.
+            timeout_s: this call's deadline, seconds, retries included (default
+                :attr:`timeout_s`; the gateway's admission gives what is left of a page's).
 
         A call that finds its replica unreachable or not ready is sent again (the channel
         picks the next replica) after each pause of :data:`RETRY_PAUSES_S` that the time left
@@ -188,18 +210,18 @@ class TritonClient:
             errors.InferenceError: see :func:`ocr_inference.errors.from_triton`.
         """
         started = time.perf_counter()
+        timeout_s = self.timeout_s if timeout_s is None else timeout_s
         # The deadline as data too: a step already running when the gRPC deadline passes is
         # never told (Triton 2.51), but stops at its next piece of work past this.
-        deadline = {DEADLINE_PARAMETER: int((time.time() + self.timeout_s) * 1000)}
+        deadline = {DEADLINE_PARAMETER: int((time.time() + timeout_s) * 1000)}
         try:
             with self._inputs(image, parameters) as inputs:
                 result = self._client.infer(self.model, inputs,
                                             outputs=requested_outputs(parameters),
-                                            client_timeout=self.timeout_s,
-                                            parameters=deadline)
+                                            client_timeout=timeout_s, parameters=deadline)
         except InferenceServerException as exc:
-            return self._after_failure(exc, image, parameters, started, deadline)
-        return self._result(result, started, wants_characters(parameters))
+            return self._after_failure(exc, image, parameters, started, deadline, timeout_s)
+        return self._result(result, started, deadline, wants_characters(parameters))
 
     # -- several images --------------------------------------------------------------------
 
@@ -209,11 +231,10 @@ class TritonClient:
                    ) -> list[OcrResult | errors.InferenceError | None]:
         """Run the ensemble on several images, in order, at most ``concurrency`` at a time.
 
-        Each call is :meth:`infer`'s: its deadline (:attr:`timeout_s`, retries included)
-        starts when it is sent, so an image never spends its deadline waiting behind the other
-        items, only behind what Triton is running for other requests. Sending more at once than
-        Triton runs at once gains nothing (they queue inside Triton) and would start their
-        deadlines early.
+        Each call is :meth:`infer`'s: its deadline (:attr:`timeout_s`, retries included, or
+        what ``around`` gives) starts when it is sent, so an image never spends its deadline
+        waiting behind the other items. Sending more at once than Triton runs at once gains
+        nothing (they queue inside Triton) and would start their deadlines early.
 
         Args:
             items: ``(image bytes, parameters)`` per image.
@@ -222,7 +243,9 @@ class TritonClient:
                 item fails, the later items of its group are not sent. None: every item is its
                 own group (one bad image does not stop the others).
             around: makes, from an item's index, a context entered around its call (the
-                gateway's admission ledger entry, :meth:`ocr_api.admission.Admission.page`).
+                gateway's admission, :meth:`ocr_api.admission.Admitted.page`); it gives a
+                :class:`Call` (the seconds the call may take; told whether the answer was
+                cached), or None.
 
         Returns:
             per item, in order: its :class:`OcrResult`, the
@@ -244,8 +267,11 @@ class TritonClient:
 
         def run(index: int) -> None:
             try:
-                with around(index):
-                    outcomes[index] = self.infer(*items[index])
+                with around(index) as call:
+                    call = call or Call()
+                    result = self.infer(*items[index], timeout_s=call.timeout_s)
+                    call.cached = result.cached
+                    outcomes[index] = result
             except errors.InferenceError as exc:
                 outcomes[index] = exc
                 if groups is not None:
@@ -300,20 +326,22 @@ class TritonClient:
         return False
 
     def _after_failure(self, exc: InferenceServerException, image: bytes,
-                       parameters: dict, started: float, deadline: dict) -> OcrResult:
+                       parameters: dict, started: float, deadline: dict,
+                       timeout_s: float) -> OcrResult:
         """What to do after a failed call: send it again, with the image in the message, after
         each pause of :data:`RETRY_PAUSES_S`, while another replica may answer it
         (:func:`_retryable`) or Triton lost our shared-memory regions, and time is left before
         the deadline; otherwise raise. A call that found a model's Python stub dead is sent
         again once that model is loaded again (:mod:`ocr_inference.revival`). ``deadline``: the
-        call's request parameters (its ``DEADLINE_PARAMETER``), sent again unchanged.
+        call's request parameters (its ``DEADLINE_PARAMETER``), sent again unchanged;
+        ``timeout_s``: the call's deadline, seconds from ``started``.
 
         Raises:
             errors.InferenceError: the (last) failure, mapped by :func:`errors.from_triton`.
         """
         def left_after(pause: float) -> float:
             """Seconds of the deadline left once ``pause`` is slept."""
-            return self.timeout_s - (time.perf_counter() - started) - pause
+            return timeout_s - (time.perf_counter() - started) - pause
 
         for pause in RETRY_PAUSES_S:
             remaining = left_after(pause)
@@ -335,20 +363,22 @@ class TritonClient:
             except InferenceServerException as retry_exc:
                 exc = retry_exc
             else:
-                return self._result(result, started, wants_characters(parameters))
-        raise self._error(exc)
+                return self._result(result, started, deadline, wants_characters(parameters))
+        raise self._error(exc, timeout_s)
 
-    def _error(self, exc: InferenceServerException) -> errors.InferenceError:
-        """The :class:`~ocr_inference.errors.InferenceError` of a failed call (logged when it
-        is Triton's failure)."""
-        error = errors.from_triton(exc, self.timeout_s)
+    def _error(self, exc: InferenceServerException, timeout_s: float) -> errors.InferenceError:
+        """The :class:`~ocr_inference.errors.InferenceError` of a failed call whose deadline
+        was ``timeout_s`` (logged when it is Triton's failure)."""
+        error = errors.from_triton(exc, timeout_s)
         if isinstance(error, errors.InferenceFailed):
             logger.error("Triton failed: %s", error)
         return error
 
-    def _result(self, result: grpcclient.InferResult, started: float,
+    def _result(self, result: grpcclient.InferResult, started: float, deadline: dict,
                 characters: bool = False) -> OcrResult:
-        """The answer as an :class:`OcrResult` (with its characters when ``characters``).
+        """The answer as an :class:`OcrResult` (with its characters when ``characters``);
+        ``deadline``: the call's request parameters, which a computed answer echoes
+        (:data:`~ocr_contract.tensors.COMPUTED_FOR`).
 
         Raises:
             errors.InferenceFailed: the outputs do not have the contract's shapes.
@@ -367,6 +397,8 @@ class TritonClient:
             line_boxes = result.as_numpy(LINE_BOXES.name).reshape(-1, 4, 2)
             paragraphs = result.as_numpy(PARAGRAPH_OF_LINE.name).reshape(-1)
             angle = int(result.as_numpy(ANGLE.name).reshape(-1)[0])
+            cached = int(result.as_numpy(COMPUTED_FOR.name).reshape(-1)[0]) \
+                != deadline[DEADLINE_PARAMETER]
             words = Words.read(result, WORD_BOXES.name, WORD_TEXTS.name, WORD_SCORES.name,
                                BOX_OF_WORD.name, len(boxes))
             letters = Words.read(result, CHARACTER_BOXES.name, CHARACTER_TEXTS.name,
@@ -389,7 +421,7 @@ class TritonClient:
                          inference_ms=elapsed_ms, texts=texts, text_scores=text_scores,
                          text=text, reading_order=order, line_of_box=line_of_box,
                          line_boxes=line_boxes, paragraph_of_line=paragraphs, angle=angle,
-                         words=words, characters=letters)
+                         words=words, characters=letters, cached=cached)
 
     # -- health ----------------------------------------------------------------------------
 

@@ -120,6 +120,13 @@ JOB_MAX_PAGES = Limit("OCR_JOB_MAX_PAGES", 1000, "pages",
                       "most pages of a document POST /api/jobs reads")
 JOB_MAX_BYTES = Limit("OCR_JOB_MAX_BYTES", 100 * 1024 * 1024, "bytes",
                       "largest file accepted by POST /api/jobs")
+#: A job page's deadline, from when it is admitted to Triton (ocr_api.admission): a job
+#: promises to read every page however long it takes on the machine, so its pages are never
+#: held to the interactive TRITON_TIMEOUT_S (a one-page 25 x 50-inch poster scan took longer
+#: than 30 s on a 2-core AVX2 server and its job failed). A page past it is delivered again,
+#: up to OCR_JOB_PAGE_MAX_DELIVERIES times, then fails its job.
+JOB_PAGE_TIMEOUT_S = Limit("OCR_JOB_PAGE_TIMEOUT_S", 600, "seconds",
+                           "deadline of one job page in Triton, from its admission")
 
 #: Multipart framing (boundaries, part headers) a body may carry on top of its images' bytes.
 MULTIPART_SLACK_BYTES = 64 * 1024
@@ -141,4 +148,4 @@ BODY_OVER_LIMIT_HEADER = "X-OCR-Body-Over-Limit"
 LIMITS = (MAX_UPLOAD_BYTES, BATCH_MAX_IMAGES, BATCH_MAX_UPLOAD_BYTES, MAX_PIXELS,
           MIN_IMAGE_SIDE, LONG_SIDE_MIN, LONG_SIDE_MAX, MAX_PAGES, CONCURRENT_PAGES,
           PDF_DPI, PDF_RENDER_TIMEOUT_MS, PARSER_PROCESSES, PARSER_TIMEOUT_MS, PARSER_MEMORY_BYTES,
-          JOB_MAX_PAGES, JOB_MAX_BYTES)
+          JOB_MAX_PAGES, JOB_MAX_BYTES, JOB_PAGE_TIMEOUT_S)

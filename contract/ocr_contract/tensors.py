@@ -113,9 +113,18 @@ CHARACTER_SCORES = Tensor("CHARACTER_SCORES", "FP32", (-1,),
 WORD_OF_CHARACTER = Tensor("WORD_OF_CHARACTER", "INT32", (-1,),
                            "the word (WORD_BOXES index) of each character")
 
+#: The request an answer was computed for: its DEADLINE_PARAMETER. Triton's response cache
+#: keeps the whole answer of the request that computed it, so an answer from the cache carries
+#: another request's value: the gateway tells a cached answer (milliseconds, whatever the
+#: page) from a computed one, whose time is what the page cost (ocr_api.admission).
+COMPUTED_FOR = Tensor("COMPUTED_FOR", "INT64", (1,),
+                      f"the {DEADLINE_PARAMETER} request parameter of the request the answer "
+                      "was computed for (0 without one): another request's when it came from "
+                      "the response cache")
+
 #: The outputs the gateway requests, in order.
 OUTPUTS = (BOXES, SCORES, IMAGE_SIZE, TEXTS, TEXT_SCORES, TEXT, READING_ORDER, LINE_OF_BOX,
            LINE_BOXES, PARAGRAPH_OF_LINE, ANGLE, WORD_BOXES, WORD_TEXTS, WORD_SCORES,
-           BOX_OF_WORD)
+           BOX_OF_WORD, COMPUTED_FOR)
 #: The outputs it requests too when characters are asked for (``detail=characters``).
 CHARACTER_OUTPUTS = (CHARACTER_BOXES, CHARACTER_TEXTS, CHARACTER_SCORES, WORD_OF_CHARACTER)

@@ -2,35 +2,45 @@
 answer it within its deadline, instead of being sent to time out; job pages wait for room.
 
 Every page sent to Triton is written in a ledger shared by the gateway's workers, the job
-workers and the other replicas (:mod:`.ledger`) while it is in flight; :mod:`.policy` decides
-from it. A request is checked once (:meth:`Admission.admit`: the check and its first page's
-entry in one step); its later pages follow without a check, so a document let in is read to
-the end, and while one is in flight the next is written in as well (it will wait behind what
-is admitted meanwhile). Job pages wait for room instead (:meth:`Admission.job_page`). Metrics:
-``ocr_admission_refusals_total{reason}``, ``ocr_admission_backlog_seconds``,
-``ocr_admission_pages_in_flight``, ``ocr_admission_wait_seconds``
-(:mod:`ocr_api.metrics`).
+workers and the other replicas (:mod:`.ledger`) from when it is admitted until its answer;
+:mod:`.policy` decides from it. A request is checked once (:meth:`Admission.admit`: the check
+and its first page's entry in one step); its later pages follow without a check, so a document
+let in is read to the end, and while one is in flight the next is written in as well (it will
+wait behind what is admitted meanwhile). Job pages wait for room instead
+(:meth:`Admission.job_page`).
+
+What the ledger assumes is what happens: pages are sent to Triton in the order they were
+admitted, ``TRITON_CONCURRENT_PAGES`` at a time (:func:`.policy.has_turn`), the others waiting
+for their turn in the gateway with their deadline running from admission. Triton would run
+every page sent to it at once, each network's threads taking the cores from the others', so
+that all finish late together instead of one after another (issue 54: three photos admitted
+in the same second on a 2-core AVX2 server, all answered 504). A page's cost is the time its
+own call took, measured at the concurrency pages run at.
+
+Metrics: ``ocr_admission_refusals_total{reason}``, ``ocr_admission_backlog_seconds``,
+``ocr_admission_pages_in_flight``, ``ocr_admission_wait_seconds`` (:mod:`ocr_api.metrics`).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 import uuid
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from django.conf import settings
+from ocr_inference.client import Call
 from ocr_inference.errors import InferenceTimeout
 from redis.exceptions import RedisError
 
 from .. import errors, metrics
-from .ledger import Entry, LocalLedger, RedisLedger, Snapshot, now
-from .policy import (DOCUMENT, IMAGE, Budget, Refusal, backlog_s, decide, page_cost_s,
-                     service_sample_s)
+from .ledger import RENEW_S, Entry, LocalLedger, RedisLedger, Snapshot, now
+from .policy import DOCUMENT, IMAGE, Budget, Refusal, backlog_s, decide, has_turn, page_cost_s
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +52,9 @@ JOBS = "jobs"
 
 #: While Redis does not answer, this process uses its own ledger for this long, seconds.
 FALLBACK_S = 60.0
+
+#: How often a page waiting for its turn looks at the ledger again, seconds.
+TURN_POLL_S = 0.05
 
 
 def caller_of(request) -> str:
@@ -59,11 +72,11 @@ def caller_of(request) -> str:
 @dataclass
 class InFlight:
     """A page written in the ledger: its entry's token (and its request's next page's), the
-    wait it was sent into, seconds, and when it was sent (perf_counter)."""
+    wait it was admitted into (estimated), seconds, and its deadline (epoch s)."""
 
     tokens: list[str]
     waited_s: float
-    started: float = field(default_factory=time.perf_counter)
+    expires_at: float
 
 
 class Admission:
@@ -82,6 +95,8 @@ class Admission:
         self.fallback = fallback or LocalLedger()
         self._fallback_until = 0.0
         self._lock = threading.Lock()
+        self._held: set[str] = set()            # tokens of this process's pages in flight
+        self._renewer: tuple[int, threading.Thread] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -102,43 +117,101 @@ class Admission:
         return work(self.fallback)
 
     def _enter(self, ledger, snapshot: Snapshot, moment: float, caller: str, kind: str,
-               next_follows: bool) -> InFlight:
+               next_follows: bool, deadline_s: float | None = None) -> InFlight:
         """Write a page (and its request's next one, expected to be sent when it ends) in
-        ``ledger``; its deadline is its entry's expiry."""
+        ``ledger``, with its deadline ``deadline_s`` (default the budget's) from now."""
         cost_s = page_cost_s(snapshot, kind)
         waited_s = backlog_s(snapshot, moment, self.budget.parallel)
-        deadline = moment + self.budget.deadline_s
+        expires_at = moment + (deadline_s or self.budget.deadline_s)
         tokens = [uuid.uuid4().hex]
-        ledger.add(tokens[0], Entry(caller, cost_s, moment, deadline))
+        self._hold(tokens[0])
+        ledger.add(tokens[0], Entry(caller, cost_s, moment, expires_at))
         if next_follows:
             tokens.append(uuid.uuid4().hex)
+            self._hold(tokens[1])
             ledger.add(tokens[1], Entry(caller, cost_s, moment + waited_s + cost_s,
-                                        deadline + cost_s))
+                                        expires_at + cost_s))
         metrics.ADMISSION_WAIT.observe(waited_s)
         metrics.ADMISSION_BACKLOG.set(waited_s)
-        metrics.ADMISSION_PAGES.set(len(snapshot.entries) + len(tokens))
-        return InFlight(tokens, waited_s)
+        metrics.ADMISSION_PAGES.set(len(snapshot.pages) + len(tokens))
+        return InFlight(tokens, waited_s, expires_at)
+
+    def _hold(self, token: str) -> None:
+        """Keep ``token``'s lease renewed (:mod:`.ledger`) until :meth:`_release`, by a thread
+        of this process (started again in a forked child)."""
+        with self._lock:
+            self._held.add(token)
+            if self._renewer is None or self._renewer[0] != os.getpid():
+                thread = threading.Thread(target=self._renew, name="admission-leases",
+                                          daemon=True)
+                self._renewer = (os.getpid(), thread)
+                thread.start()
+
+    def _release(self, tokens: list[str]) -> None:
+        with self._lock:
+            self._held.difference_update(tokens)
+
+    def _renew(self) -> None:
+        while True:
+            time.sleep(RENEW_S)
+            with self._lock:
+                tokens = list(self._held)
+            if tokens:
+                try:
+                    self._with_ledger(lambda ledger: ledger.renew(tokens, now()))
+                except Exception:  # noqa: BLE001 - the thread must outlive one bad renewal
+                    logger.exception("admission: renewing the pages' leases failed")
+
+    def _take_turn(self, page: InFlight, poll_s: float = TURN_POLL_S) -> float:
+        """Wait until ``page`` may be sent (:func:`.policy.has_turn`), mark it sent, and
+        return the seconds left before its deadline.
+
+        Raises:
+            InferenceTimeout: the deadline passed while it waited (it is not sent).
+        """
+        token = page.tokens[0]
+
+        def turn(ledger) -> float | None:
+            moment = now()
+            if moment >= page.expires_at:
+                return 0.0
+            snapshot = ledger.snapshot(moment)
+            if token in snapshot.pages and not has_turn(snapshot, token, self.budget.parallel):
+                return None
+            ledger.start(token, moment)
+            return page.expires_at - moment
+
+        while (left_s := self._with_ledger(turn)) is None:
+            time.sleep(poll_s)
+        if left_s <= 0:
+            raise InferenceTimeout(self.budget.deadline_s)
+        return left_s
 
     @contextmanager
     def _in_flight(self, page: InFlight, kind: str):
-        """Around a page's Triton call: then take it out of the ledger, and measure what it
-        cost when it was answered, or at least cost when it timed out (a page that never
-        finishes in time would otherwise never be measured, and keep its kind's default)."""
-        measured = False
+        """Around a page's Triton call: its turn first (yields its :class:`Call`: the seconds
+        it may take), then take it out of the ledger and measure what its call cost when it
+        was answered (not from the response cache: a cached answer costs milliseconds
+        whatever the page), or at least cost when it timed out (a page that never finishes
+        in time would otherwise never be measured, and keep its kind's default)."""
+        measured, started = False, None
         try:
-            yield
-            measured = True
+            call = Call(self._take_turn(page))
+            started = time.perf_counter()
+            yield call
+            measured = not call.cached
         except InferenceTimeout:
-            measured = True
+            measured = started is not None
             raise
         finally:
-            latency_s = time.perf_counter() - page.started
+            latency_s = time.perf_counter() - started if started is not None else 0.0
+            self._release(page.tokens)
 
             def leave(ledger):
                 for token in page.tokens:
                     ledger.remove(token)
                 if measured:
-                    ledger.observe(kind, service_sample_s(latency_s, page.waited_s))
+                    ledger.observe(kind, latency_s)
 
             self._with_ledger(leave)
 
@@ -184,13 +257,16 @@ class Admission:
 
     @contextmanager
     def job_page(self, kind: str, give_up_s: float, poll_s: float = 0.5):
-        """A job's page in the ledger while in flight (as the caller :data:`JOBS`), sent once
-        the backlog and the page itself fit in half the deadline's share, or nothing is in
-        flight, so that it leaves synchronous requests room (its network and its rendering
+        """A job's page in the ledger while in flight (as the caller :data:`JOBS`), admitted
+        once the backlog and the page itself fit in half the deadline's share, or nothing is
+        in flight, so that it leaves synchronous requests room (its network and its rendering
         take cores from theirs, too); after ``give_up_s`` seconds of waiting it goes anyway
-        (jobs always progress). Never refused."""
+        (jobs always progress). Never refused. Its deadline is a job page's
+        (:attr:`~.policy.Budget.job_deadline_s`, from admission), not a request's; the
+        context yields its :class:`Call` (the seconds it may take; None when admission is
+        off), to be told whether the answer was cached."""
         if not self.enabled:
-            yield
+            yield Call()
             return
         started = time.monotonic()
 
@@ -202,12 +278,13 @@ class Admission:
                 if (snapshot.entries and time.monotonic() - started < give_up_s
                         and ahead_s + page_cost_s(snapshot, kind) > self.budget.limit_s / 2):
                     return None
-                return self._enter(ledger, snapshot, moment, JOBS, kind, False)
+                return self._enter(ledger, snapshot, moment, JOBS, kind, False,
+                                   self.budget.job_deadline_s)
 
         while (page := self._with_ledger(enter_if_room)) is None:
             time.sleep(poll_s)
-        with self._in_flight(page, kind):
-            yield
+        with self._in_flight(page, kind) as call:
+            yield call
 
     # -- readiness ------------------------------------------------------------------------
 
@@ -220,7 +297,7 @@ class Admission:
         snapshot = self._with_ledger(lambda ledger: ledger.snapshot(moment))
         wait_s = backlog_s(snapshot, moment, self.budget.parallel)
         page_s = {kind: round(page_cost_s(snapshot, kind), 2) for kind in (IMAGE, DOCUMENT)}
-        return {"backlog_s": round(wait_s, 1), "pages_in_flight": len(snapshot.entries),
+        return {"backlog_s": round(wait_s, 1), "pages_in_flight": len(snapshot.pages),
                 "page_s": page_s, "limit_s": round(self.budget.limit_s, 1),
                 "saturated": self.enabled and wait_s + page_s[IMAGE] > self.budget.limit_s}
 
@@ -235,9 +312,12 @@ class Admitted:
     @contextmanager
     def page(self, index: int):
         """Page ``index`` (0-based) in the ledger around its Triton call, with the next page
-        of the request when there is one; measured when it is answered or times out."""
+        of the request when there is one; measured when it is answered (not from the response
+        cache) or times out. Yields its :class:`~ocr_inference.client.Call` once its turn
+        came: the seconds it may take (None when admission is off: the client's own
+        deadline), to be told whether the answer was cached."""
         if not self.gate.enabled:
-            yield
+            yield Call()
             return
         kind, next_follows = self.kinds[index], index + 1 < len(self.kinds)
         if index == 0 and self.first is not None:
@@ -248,8 +328,8 @@ class Admitted:
                 return self.gate._enter(ledger, ledger.snapshot(moment), moment, self.caller,
                                         kind, next_follows)
             page = self.gate._with_ledger(enter)
-        with self.gate._in_flight(page, kind):
-            yield
+        with self.gate._in_flight(page, kind) as call:
+            yield call
 
 
 def refused(refusal: Refusal, kinds: list[str]) -> errors.ApiError:
@@ -277,7 +357,8 @@ def get() -> Admission:
     the ledger in ``OCR_BROKER_URL``'s Redis, else this process's own."""
     global _admission, _made_from
     wanted = (settings.OCR_BROKER_URL, float(settings.TRITON_TIMEOUT_S),
-              int(settings.OCR_ADMISSION_PERCENT), max(1, int(settings.TRITON_CONCURRENT_PAGES)))
+              int(settings.OCR_ADMISSION_PERCENT), max(1, int(settings.TRITON_CONCURRENT_PAGES)),
+              float(settings.OCR_JOB_PAGE_TIMEOUT_S))
     with _made_lock:
         if _admission is None or _made_from != wanted:
             url = wanted[0]

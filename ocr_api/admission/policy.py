@@ -1,11 +1,12 @@
 """The admission decision, from a :class:`~ocr_api.admission.ledger.Snapshot` alone (no I/O).
 
-Triton runs ``parallel`` pages at once (``TRITON_CONCURRENT_PAGES``: 1 for the cpu flavour)
-and the rest wait in its queues, first come first served. A page sent now therefore waits for
-what is ahead of it, :func:`backlog_s`, then takes about ``page_s`` itself; it is sent only if
-both fit in ``limit_s``, the share of its ``TRITON_TIMEOUT_S`` deadline that
-``OCR_ADMISSION_PERCENT`` allows (the rest is the estimate's margin). Otherwise the request is
-refused at once (503 ``overloaded``) rather than sent to time out after its deadline.
+Pages are sent to Triton ``parallel`` at a time (``TRITON_CONCURRENT_PAGES``: 1 for the cpu
+flavour) in the order they were admitted (:func:`has_turn`); the rest wait for their turn in
+the gateway. A page admitted now therefore waits for what is ahead of it, :func:`backlog_s`,
+then takes about ``page_s`` itself; it is admitted only if both fit in ``limit_s``, the share
+of its ``TRITON_TIMEOUT_S`` deadline that ``OCR_ADMISSION_PERCENT`` allows (the rest is the
+estimate's margin). Otherwise the request is refused at once (503 ``overloaded``) rather than
+sent to time out after its deadline.
 
 Between callers (API keys; anonymous and staff traffic are callers too): when several have
 pages in flight or were refused a moment ago, each may hold at most an equal share of the
@@ -36,15 +37,19 @@ class Budget:
     """How much waiting a page may be sent into.
 
     Attributes:
-        deadline_s: a page's deadline from when it is sent (``TRITON_TIMEOUT_S``), seconds.
+        deadline_s: a page's deadline from when it is admitted (``TRITON_TIMEOUT_S``),
+            seconds.
         percent: the share of it that waiting and reading may be expected to take
             (``OCR_ADMISSION_PERCENT``); 0 turns admission off.
-        parallel: pages Triton runs at once (``TRITON_CONCURRENT_PAGES``).
+        parallel: pages sent to Triton at once (``TRITON_CONCURRENT_PAGES``).
+        job_deadline_s: a job page's deadline from when it is admitted
+            (``OCR_JOB_PAGE_TIMEOUT_S``), seconds.
     """
 
     deadline_s: float
     percent: int
     parallel: int
+    job_deadline_s: float = 600.0
 
     @property
     def limit_s(self) -> float:
@@ -74,13 +79,22 @@ def page_cost_s(snapshot: Snapshot, kind: str) -> float:
 
 
 def backlog_s(snapshot: Snapshot, now: float, parallel: int) -> float:
-    """Seconds a page sent now is expected to wait: the cost of every page in flight, less
-    what the ``parallel`` oldest (the ones running, first come first served) have done since
-    they were sent, shared by the ``parallel`` pages Triton runs at once."""
-    entries = sorted(snapshot.entries, key=lambda entry: entry.sent_at)
-    done = sum(min(entry.cost_s, max(0.0, now - entry.sent_at))
-               for entry in entries[:max(1, parallel)])
-    return max(0.0, sum(entry.cost_s for entry in entries) - done) / max(1, parallel)
+    """Seconds a page admitted now is expected to wait: the work left of every page in
+    flight (a running page's cost less what it has run, never below nothing; a waiting page's
+    whole cost), shared by the ``parallel`` pages sent at once."""
+    left = sum(entry.cost_s - (min(entry.cost_s, max(0.0, now - entry.started_at))
+                               if entry.started_at is not None else 0.0)
+               for entry in snapshot.pages.values())
+    return left / max(1, parallel)
+
+
+def has_turn(snapshot: Snapshot, token: str, parallel: int) -> bool:
+    """Whether page ``token`` may be sent now: fewer than ``parallel`` pages in flight were
+    admitted before it (running, or waiting ahead of it; first come, first served)."""
+    mine = snapshot.pages[token]
+    ahead = sum((entry.admitted_at, other) < (mine.admitted_at, token)
+                for other, entry in snapshot.pages.items())
+    return ahead < max(1, parallel)
 
 
 def decide(snapshot: Snapshot, caller: str, now: float, budget: Budget,
@@ -106,11 +120,3 @@ def decide(snapshot: Snapshot, caller: str, now: float, budget: Budget,
         if sum(entry.caller == caller for entry in snapshot.entries) >= share:
             return Refusal("key_busy", max(1, math.ceil(page_s)), wait_s)
     return None
-
-
-def service_sample_s(latency_s: float, waited_s: float) -> float:
-    """A page's own cost, from its latency and the wait it was admitted with: latency less the
-    estimated wait, at least a fifth of the latency. An underestimated cost makes the wait
-    underestimated and the sample larger, an overestimated one the reverse, so the average
-    converges on what pages cost even when none runs alone."""
-    return max(latency_s - waited_s, 0.2 * latency_s)

@@ -11,38 +11,57 @@ import pytest
 
 from ocr_api import admission, errors
 from ocr_inference.errors import InferenceFailed, InferenceTimeout
-from ocr_api.admission.ledger import Entry, LocalLedger, Snapshot
+from ocr_api.admission.ledger import LEASE_S, Entry, LocalLedger, Snapshot
 from ocr_api.admission.policy import (DEFAULT_PAGE_S, DOCUMENT, IMAGE, Budget, backlog_s,
-                                      decide, service_sample_s)
+                                      decide, has_turn)
 
 BUDGET = Budget(deadline_s=30.0, percent=80, parallel=1)      # limit 24 s
 
 
-def entry(caller: str, cost_s: float, sent_at: float) -> Entry:
-    return Entry(caller, cost_s, sent_at, sent_at + 30.0)
+def entry(caller: str, cost_s: float, admitted_at: float,
+          started_at: float | None = None) -> Entry:
+    return Entry(caller, cost_s, admitted_at, admitted_at + 30.0, started_at)
+
+
+def snap(entries: list[Entry], waiting: dict | None = None,
+         page_s: dict | None = None) -> Snapshot:
+    """A snapshot of ``entries`` (tokens "0", "1", ...)."""
+    return Snapshot({str(n): e for n, e in enumerate(entries)}, waiting or {}, page_s or {})
 
 
 # -- the decision ------------------------------------------------------------------------
 
-def test_backlog_is_what_is_in_flight_less_what_the_running_page_did():
-    snapshot = Snapshot([entry("a", 4.0, 100.0), entry("b", 4.0, 101.0),
-                         entry("a", 4.0, 102.0)], {}, {IMAGE: 4.0})
-    # The oldest has run 3 of its 4 s: 1 + 4 + 4 left.
+def test_backlog_is_what_is_in_flight_less_what_the_running_pages_did():
+    snapshot = snap([entry("a", 4.0, 100.0, started_at=100.0), entry("b", 4.0, 101.0),
+                     entry("a", 4.0, 102.0)], page_s={IMAGE: 4.0})
+    # The running page has run 3 of its 4 s: 1 + 4 + 4 left.
     assert backlog_s(snapshot, 103.0, parallel=1) == pytest.approx(9.0)
-    # Two at a time: the two oldest ran 3 and 2 s; 1 + 2 + 4 left, shared by two.
-    assert backlog_s(snapshot, 103.0, parallel=2) == pytest.approx(3.5)
+    # Two at a time, the second running since 101: 1 + 2 + 4 left, shared by two.
+    two = snap([entry("a", 4.0, 100.0, 100.0), entry("b", 4.0, 101.0, 101.0),
+                entry("a", 4.0, 102.0)], page_s={IMAGE: 4.0})
+    assert backlog_s(two, 103.0, parallel=2) == pytest.approx(3.5)
     # A page past its estimate counts as done, never as negative work.
     assert backlog_s(snapshot, 200.0, parallel=1) == pytest.approx(8.0)
-    assert backlog_s(Snapshot([], {}, {}), 0.0, parallel=1) == 0.0
+    assert backlog_s(snap([]), 0.0, parallel=1) == 0.0
+
+
+def test_pages_take_their_turns_in_the_order_they_were_admitted():
+    snapshot = snap([entry("a", 4.0, 100.0, started_at=100.0), entry("b", 4.0, 101.0),
+                     entry("c", 4.0, 102.0)])
+    assert [has_turn(snapshot, token, parallel=1) for token in "012"] == [True, False, False]
+    assert [has_turn(snapshot, token, parallel=2) for token in "012"] == [True, True, False]
+    # The running page answered: the next in line goes.
+    snapshot.pages.pop("0")
+    assert [has_turn(snapshot, token, parallel=1) for token in "12"] == [True, False]
 
 
 def test_a_page_that_would_not_fit_is_refused_with_the_seconds_until_it_would():
     # 5 pages of 5 s sent just now: 25 s ahead, + 5 s = 30 > 24.
-    snapshot = Snapshot([entry("a", 5.0, 100.0) for _ in range(5)], {}, {IMAGE: 5.0})
+    snapshot = snap([entry("a", 5.0, 100.0) for _ in range(5)], page_s={IMAGE: 5.0})
     refusal = decide(snapshot, "a", 100.0, BUDGET)
     assert (refusal.code, refusal.retry_after_s, refusal.backlog_s) == ("overloaded", 6, 25.0)
     # Three of them: 15 + 5 = 20 <= 24, sent.
-    three = Snapshot(snapshot.entries[:3], {}, {IMAGE: 5.0})
+    three = snap(snapshot.entries[:3], page_s={IMAGE: 5.0})
     assert decide(three, "a", 100.0, BUDGET) is None
 
 
@@ -50,15 +69,14 @@ def test_before_any_measurement_a_page_costs_the_default():
     image_s = DEFAULT_PAGE_S[IMAGE]
     ahead = int(BUDGET.limit_s // image_s) - 1              # 11 pages of 2 s: 22 + 2 = 24
     entries = [entry("a", image_s, 100.0) for _ in range(ahead)]
-    assert decide(Snapshot(entries, {}, {}), "a", 100.0, BUDGET) is None
-    assert decide(Snapshot(entries + entries[:1], {}, {}), "a", 100.0, BUDGET).code == \
-        "overloaded"
+    assert decide(snap(entries), "a", 100.0, BUDGET) is None
+    assert decide(snap(entries + entries[:1]), "a", 100.0, BUDGET).code == "overloaded"
     # A document page costs more: 22 s ahead + 9 > 24.
-    assert decide(Snapshot(entries, {}, {}), "a", 100.0, BUDGET, DOCUMENT).code == "overloaded"
+    assert decide(snap(entries), "a", 100.0, BUDGET, DOCUMENT).code == "overloaded"
     # Alone, a page that takes longer than the limit is sent: waiting would not help.
-    assert decide(Snapshot([], {}, {DOCUMENT: 30.0}), "a", 100.0, BUDGET, DOCUMENT) is None
+    assert decide(snap([], page_s={DOCUMENT: 30.0}), "a", 100.0, BUDGET, DOCUMENT) is None
     # Measured, the kind's own average counts: 22 + 1.5 <= 24.
-    measured = Snapshot(entries, {}, {DOCUMENT: 1.5})
+    measured = snap(entries, page_s={DOCUMENT: 1.5})
     assert decide(measured, "a", 100.0, BUDGET, DOCUMENT) is None
 
 
@@ -67,14 +85,14 @@ def test_alone_a_key_may_use_all_the_room_with_others_its_share():
     costs = {IMAGE: 4.0}
     a_pages = [entry("a", 4.0, 100.0) for _ in range(4)]
     b_page = entry("b", 4.0, 100.0)
-    assert decide(Snapshot(a_pages, {}, costs), "a", 100.0, BUDGET) is None
+    assert decide(snap(a_pages, page_s=costs), "a", 100.0, BUDGET) is None
     # "b" has one in flight too: two callers, 3 pages each; "a" holds 4.
-    busy = decide(Snapshot(a_pages + [b_page], {}, costs), "a", 100.0, BUDGET)
+    busy = decide(snap(a_pages + [b_page], page_s=costs), "a", 100.0, BUDGET)
     assert (busy.code, busy.retry_after_s) == ("key_busy", 4)
     # "b" itself is under its share: sent.
-    assert decide(Snapshot(a_pages[:1] + [b_page], {}, costs), "b", 100.0, BUDGET) is None
+    assert decide(snap(a_pages[:1] + [b_page], page_s=costs), "b", 100.0, BUDGET) is None
     # "b" refused a moment ago and waiting: "a" is held to its share as if "b" were in.
-    waiting = decide(Snapshot(a_pages, {"b": 110.0}, costs), "a", 100.0, BUDGET)
+    waiting = decide(snap(a_pages, {"b": 110.0}, costs), "a", 100.0, BUDGET)
     assert waiting.code == "key_busy"
 
 
@@ -109,11 +127,69 @@ def test_a_refused_document_is_pointed_to_jobs_and_counted():
     assert set(gate.ledger.snapshot(time.time()).waiting) == {"b"}
 
 
-def test_the_page_cost_sample_converges_from_either_side():
-    # A page that took 10 s after an estimated 6 s wait cost 4 s; one that waited longer
-    # than it took (the estimate was too high) is counted at a fifth of its latency.
-    assert service_sample_s(10.0, 6.0) == pytest.approx(4.0)
-    assert service_sample_s(10.0, 12.0) == pytest.approx(2.0)
+def test_admitted_pages_are_sent_one_at_a_time_each_deadline_from_its_admission():
+    """Three threads admitted at once: their calls never overlap (Triton would run them
+    together, all finishing late), they go in the order admitted, and each is given what is
+    left of its deadline, which runs from its admission."""
+    gate = admission.Admission(LocalLedger(), Budget(deadline_s=2.0, percent=100, parallel=1))
+    gate.ledger.observe(IMAGE, 0.3)                   # 3 x 0.3 s fit in 2 s: all admitted
+    calls, lock = [], threading.Lock()
+
+    def read(name: str):
+        with gate.admit(name, [IMAGE]).page(0) as call:
+            with lock:
+                calls.append(("start", name, call.timeout_s))
+            time.sleep(0.6)
+            with lock:
+                calls.append(("end", name, None))
+
+    threads = []
+    for name in "abc":
+        threads.append(threading.Thread(target=read, args=(name,)))
+        threads[-1].start()
+        time.sleep(0.05)                     # admitted in this order
+    for thread in threads:
+        thread.join()
+    assert [(kind, name) for kind, name, _ in calls] == [
+        ("start", "a"), ("end", "a"), ("start", "b"), ("end", "b"), ("start", "c"), ("end", "c")]
+    left = {name: left_s for kind, name, left_s in calls if kind == "start"}
+    assert 1.8 < left["a"] <= 2.0 and 0.6 < left["c"] < 0.95     # c waited 1.2 s of its 2
+    assert gate.ledger.snapshot(time.time()).pages == {}
+
+
+def test_a_request_whose_deadline_passes_in_line_is_never_sent():
+    gate = admission.Admission(LocalLedger(), Budget(deadline_s=1.0, percent=100, parallel=1,
+                                                     job_deadline_s=60.0))
+    gate.ledger.observe(DOCUMENT, 0.2)
+    gate.ledger.observe(IMAGE, 0.2)
+    running = threading.Event()
+
+    def job_page():
+        with gate.job_page(DOCUMENT, give_up_s=0):
+            running.set()
+            time.sleep(1.5)                  # within a job page's deadline, past a request's
+
+    job = threading.Thread(target=job_page)
+    job.start()
+    running.wait(5)
+    started, sent = time.monotonic(), []
+    with pytest.raises(InferenceTimeout):
+        with gate.admit("a", [IMAGE]).page(0):
+            sent.append(True)
+    waited = time.monotonic() - started
+    job.join()
+    assert sent == [] and 0.9 < waited < 1.4
+    assert gate.ledger.snapshot(time.time()).pages == {}
+
+
+def test_a_page_whose_owner_died_holds_no_turn_and_no_backlog():
+    ledger = LocalLedger()
+    ledger.add("dead", Entry("a", 9.0, time.time() - LEASE_S - 1, time.time() + 60))
+    ledger.add("alive", Entry("b", 4.0, time.time(), time.time() + 60))
+    snapshot = ledger.snapshot(time.time())
+    assert list(snapshot.pages) == ["alive"]
+    assert has_turn(snapshot, "alive", parallel=1)
+    assert backlog_s(snapshot, time.time(), parallel=1) == pytest.approx(4.0)
 
 
 def test_a_job_page_waits_until_it_fits_in_half_the_room():
@@ -127,18 +203,27 @@ def test_a_job_page_waits_until_it_fits_in_half_the_room():
         gate.ledger.remove("queued2")
         gate.ledger.remove("queued3")
 
-    released = threading.Timer(0.5, release)
-    released.start()
+    def answer():                                                 # then its turn comes
+        gate.ledger.remove("running")
+        gate.ledger.remove("queued")
+
+    timers = [threading.Timer(0.5, release), threading.Timer(1.0, answer)]
+    for timer in timers:
+        timer.start()
     started = time.monotonic()
-    with gate.job_page(DOCUMENT, give_up_s=30, poll_s=0.05):
+    with gate.job_page(DOCUMENT, give_up_s=30, poll_s=0.05) as call:
         waited = time.monotonic() - started
         callers = [e.caller for e in gate.ledger.snapshot(time.time()).entries]
-    released.join()
-    assert 0.4 < waited < 10
-    assert callers.count(admission.JOBS) == 1                        # in the ledger meanwhile
+    for timer in timers:
+        timer.join()
+    assert 0.9 < waited < 4
+    assert callers == [admission.JOBS]                               # in the ledger meanwhile
+    # A job page's deadline, from its admission: not the request's 30 s.
+    assert BUDGET.job_deadline_s - 4 < call.timeout_s <= BUDGET.job_deadline_s
     # Nothing drains: it goes anyway after give_up_s.
     for token in ("queued2", "queued3"):
         gate.ledger.add(token, Entry("a", 4.0, time.time(), far))
+    threading.Timer(0.5, lambda: [gate.ledger.remove(t) for t in ("queued2", "queued3")]).start()
     started = time.monotonic()
     with gate.job_page(DOCUMENT, give_up_s=0.2, poll_s=0.05):
         assert 0.2 <= time.monotonic() - started < 5
@@ -147,6 +232,17 @@ def test_a_job_page_waits_until_it_fits_in_half_the_room():
     started = time.monotonic()
     with idle.job_page(DOCUMENT, give_up_s=30, poll_s=0.05):        # its 9 s, alone
         assert time.monotonic() - started < 1
+
+
+def test_an_answer_from_the_response_cache_is_not_a_pages_cost():
+    gate = admission.Admission(LocalLedger(), BUDGET)
+    gate.ledger.observe(IMAGE, 4.0)
+    with gate.admit("a", [IMAGE]).page(0) as call:
+        call.cached = True                   # milliseconds, whatever the page
+    assert gate.ledger.snapshot(time.time()).page_s[IMAGE] == 4.0
+    with gate.admit("a", [IMAGE]).page(0):
+        pass                                 # computed: measured
+    assert gate.ledger.snapshot(time.time()).page_s[IMAGE] < 4.0
 
 
 def test_a_page_that_timed_out_is_measured_and_a_failure_is_not():

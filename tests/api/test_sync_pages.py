@@ -36,13 +36,13 @@ class Watch:
         self.calls: list[tuple[bytes, int, float, float]] = []   # image, PAGE, sent, answered
 
     def wrap(self, infer):
-        def watched(client, image, parameters):
+        def watched(client, image, parameters, timeout_s=None):
             with self.lock:
                 self.in_flight += 1
                 self.most_in_flight = max(self.most_in_flight, self.in_flight)
             sent = time.monotonic()
             try:
-                return infer(client, image, parameters)
+                return infer(client, image, parameters, timeout_s)
             finally:
                 with self.lock:
                     self.in_flight -= 1

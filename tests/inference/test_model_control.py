@@ -10,6 +10,8 @@ from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
+from ocr_inference.client import TritonClient
+
 from tests.helpers import IMAGES, copy_repository, running_triton
 
 pytestmark = [pytest.mark.django_db, pytest.mark.triton, pytest.mark.slow]
@@ -168,3 +170,17 @@ def test_second_identical_request_is_a_response_cache_hit(api_client, live_trito
     other = read("&low_text=0.45")
     assert other.status_code == 200
     assert cache_hits(live_triton.grpc_url) == after_first + 1
+
+
+def test_the_client_tells_a_cached_answer_from_a_computed_one(live_triton):
+    """COMPUTED_FOR: a cached answer carries the request that computed it (admission does not
+    take its milliseconds for a page's cost)."""
+    client = TritonClient(live_triton.grpc_url, timeout_s=120)
+    try:
+        parameters = {"long_side": 320, "text_threshold": 0.6912}   # no other test sends it
+        first, second = client.infer(KOREAN, parameters), client.infer(KOREAN, parameters)
+        assert (first.cached, second.cached) == (False, True)
+        assert second.texts == first.texts and len(first.texts) == 6
+        assert client.infer(KOREAN, {**parameters, "low_text": 0.41}).cached is False
+    finally:
+        client.close()

@@ -188,13 +188,16 @@ def test_both_ledgers_keep_the_same_books(ledger_kind, tmp_path):
         ledger = RedisLedger(redis.url) if redis else LocalLedger()
         ledger.add("t1", Entry("a", 2.0, 100.0, 130.0))
         ledger.add("t2", Entry("b", 3.0, 101.0, 110.0))
+        ledger.add("t3", Entry("c", 3.0, 101.0, 140.0))       # its owner died: no renewal
+        ledger.renew(["t1", "t2"], 119.0)
+        ledger.start("t1", 119.5)
         ledger.hold_share("c", 125.0)
         ledger.hold_share("c", 115.0)                  # a shorter hold keeps the longer one
         ledger.hold_share("d", 105.0)
         ledger.observe(IMAGE, 4.0)
         ledger.observe(IMAGE, 2.0)
         snapshot = ledger.snapshot(120.0)
-        assert snapshot.entries == [Entry("a", 2.0, 100.0, 130.0)]
+        assert snapshot.pages == {"t1": Entry("a", 2.0, 100.0, 130.0, started_at=119.5)}
         assert snapshot.waiting == {"c": 125.0}
         assert snapshot.page_s == pytest.approx({IMAGE: 3.6})
         ledger.remove("t1")

@@ -72,6 +72,13 @@ def is_cancelled(request) -> bool:
     return deadline_ms is not None and time.time() * 1000.0 > deadline_ms
 
 
+def computed_for(request) -> int:
+    """The request's ``DEADLINE_PARAMETER`` (0 without one): the ensemble's ``COMPUTED_FOR``
+    (:data:`ocr_contract.tensors.COMPUTED_FOR`), which tells the gateway whether an answer was
+    computed for its request or came from Triton's response cache."""
+    return int(json.loads(request.parameters() or "{}").get(DEADLINE_PARAMETER, 0))
+
+
 def stop_if_cancelled(request) -> None:
     """Raise :class:`RequestCancelled` when :func:`is_cancelled` (between pieces of work)."""
     if is_cancelled(request):

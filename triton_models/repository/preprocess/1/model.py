@@ -9,11 +9,11 @@ from ocr_contract.languages import OSD_TRAINEDDATA, debian_package, tessdata_dir
 from ocr_contract.limits import MAX_PIXELS
 from ocr_contract.parameters import (LONG_SIDE, ORIENTATION, ORIENTATION_AUTO, RECOGNIZE,
                                      ParameterError)
-from ocr_contract.tensors import PAGE
+from ocr_contract.tensors import COMPUTED_FOR, PAGE
 
 from ocr_pipeline import imaging, page_turn, params
-from ocr_pipeline.triton_python import (cancelled, is_cancelled, model_parameters, optional_input,
-                                        refusal)
+from ocr_pipeline.triton_python import (cancelled, computed_for, is_cancelled, model_parameters,
+                                        optional_input, refusal)
 
 
 class TritonPythonModel:
@@ -21,7 +21,8 @@ class TritonPythonModel:
     ``ORIENTATION``) -> ``image [1,H,W,3]`` uint8, ``RESIZE_RATIO [1]``, ``IMAGE_SIZE [2]``,
     ``DETECTION_SIZE [2]``, ``PAGE_TURN [1]``, ``ORIGINAL_IMAGE [H,W,3]`` (empty when not
     recognizing), ``CANVAS [1]`` (the canvas used, for recognize's second detection of a
-    turned page). Bad bytes fail only their request (INVALID_ARG)."""
+    turned page), ``COMPUTED_FOR [1]`` int64 (the request's deadline parameter). Bad bytes
+    fail only their request (INVALID_ARG)."""
 
     def initialize(self, args):
         # Limits are the gateway's settings of the same names (ocr_contract.limits).
@@ -92,6 +93,7 @@ class TritonPythonModel:
             pb_utils.Tensor("ORIGINAL_IMAGE", prepared.original if recognize
                             else np.zeros((0, 0, 3), np.uint8)),
             pb_utils.Tensor("CANVAS", self.canvas),
+            pb_utils.Tensor(COMPUTED_FOR.name, np.array([computed_for(request)], np.int64)),
         ])
 
     def _turn(self, pixels: np.ndarray) -> int:
