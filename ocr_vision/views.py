@@ -22,7 +22,7 @@ from ocr_api import errors, inference
 from ocr_api.answer import page_body
 from ocr_api.audit import AuditRecord
 from ocr_api.intake import documents, uploads
-from ocr_api.views.base import OcrEndpoint, record_results
+from ocr_api.views.base import OcrEndpoint, record_results, sync_max_pages
 from ocr_contract.limits import base64_bytes
 
 from . import status
@@ -229,7 +229,7 @@ class FilesAnnotateView(VisionEndpoint):
     what = "file"
 
     def max_pages(self) -> int:
-        return min(FILE_MAX_PAGES, settings.OCR_MAX_PAGES)
+        return min(FILE_MAX_PAGES, sync_max_pages())
 
     def read_request(self, item):
         try:

@@ -72,7 +72,8 @@ LONG_SIDE_MAX = Limit("OCR_LONG_SIDE_MAX", 2560, "pixels", "largest long_side a 
 #: in ~0.5 s: 80; a slower CPU: fewer).
 MAX_PAGES = Limit("OCR_MAX_PAGES", 4, "pages",
                   "most pages of a document POST /api/ocr reads (longer: POST /api/jobs); size "
-                  "it as (TRITON_TIMEOUT_S + 30) / (1.5 x seconds of the densest page alone)")
+                  "it as (TRITON_TIMEOUT_S + 30) / (1.5 x seconds of the densest page alone); "
+                  "the gateway reads fewer while its measured pages take longer")
 #: Pages (or batch images) of one request sent to Triton at once: as many as Triton runs at
 #: once. Each page's TRITON_TIMEOUT_S deadline starts when it is sent, so it never runs while
 #: the page waits behind its own request's other pages. The cpu flavour runs one network at a

@@ -24,6 +24,7 @@ Metrics: ``ocr_admission_refusals_total{reason}``, ``ocr_admission_backlog_secon
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import time
@@ -36,6 +37,7 @@ from typing import Callable
 from django.conf import settings
 from ocr_inference.client import Call
 from ocr_inference.errors import InferenceTimeout
+from ocr_proxy.config import proxy_read_timeout_s
 from redis.exceptions import RedisError
 
 from .. import errors, metrics
@@ -55,6 +57,10 @@ FALLBACK_S = 60.0
 
 #: How often a page waiting for its turn looks at the ledger again, seconds.
 TURN_POLL_S = 0.05
+
+#: A synchronous document's pages are counted at this many times their measured average (a
+#: dense scan takes 4x a photo; the average hides which): OCR_MAX_PAGES' sizing rule.
+PAGE_HEADROOM = 1.5
 
 
 def caller_of(request) -> str:
@@ -286,6 +292,20 @@ class Admission:
         with self._in_flight(page, kind) as call:
             yield call
 
+    # -- documents ------------------------------------------------------------------------
+
+    def sync_page_limit(self, max_pages: int) -> int:
+        """Most pages of a document ``POST /api/ocr`` reads here now: ``max_pages``
+        (``OCR_MAX_PAGES``), or fewer where this deployment's measured cost of a document's
+        page would not let them finish before the proxy in front gives up. The proxy waits
+        :func:`ocr_proxy.config.proxy_read_timeout_s` for the answer, of which a request may
+        spend ``TRITON_TIMEOUT_S`` waiting for a gunicorn thread; its pages, read one after
+        another, have the rest, each counted at :data:`PAGE_HEADROOM` times the measured
+        average (at least one page: a single page's deadline is its own, admission checks it)."""
+        page_s = page_cost_s(self._with_ledger(lambda ledger: ledger.snapshot(now())), DOCUMENT)
+        budget_s = proxy_read_timeout_s(self.budget.deadline_s) - self.budget.deadline_s
+        return max(1, min(max_pages, math.floor(budget_s / (PAGE_HEADROOM * page_s))))
+
     # -- readiness ------------------------------------------------------------------------
 
     def load(self) -> dict:
@@ -350,6 +370,10 @@ def refused(refusal: Refusal, kinds: list[str]) -> errors.ApiError:
 _admission: Admission | None = None
 _made_from: tuple | None = None
 _made_lock = threading.Lock()
+#: This process's ledgers by broker URL ("" for its own), and the one it falls back on: kept
+#: when only the budget's settings change, so what was measured stays.
+_ledgers: dict[str, object] = {}
+_fallback = LocalLedger()
 
 
 def get() -> Admission:
@@ -361,8 +385,9 @@ def get() -> Admission:
               float(settings.OCR_JOB_PAGE_TIMEOUT_S))
     with _made_lock:
         if _admission is None or _made_from != wanted:
-            url = wanted[0]
-            ledger = RedisLedger(url) if url.startswith(("redis://", "rediss://")) \
-                else LocalLedger()
-            _admission, _made_from = Admission(ledger, Budget(*wanted[1:])), wanted
+            url = wanted[0] if wanted[0].startswith(("redis://", "rediss://")) else ""
+            if url not in _ledgers:
+                _ledgers[url] = RedisLedger(url) if url else LocalLedger()
+            _admission = Admission(_ledgers[url], Budget(*wanted[1:]), _fallback)
+            _made_from = wanted
         return _admission

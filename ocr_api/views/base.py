@@ -32,20 +32,31 @@ def record_results(record: audit.AuditRecord, results: list[OcrResult]) -> None:
     record.model_name, record.model_version = first.model_name, first.model_version
 
 
-def refusal_for_sync(error: errors.ApiError) -> errors.ApiError:
+def sync_max_pages() -> int:
+    """Most pages of a document the synchronous endpoints read now: ``OCR_MAX_PAGES``, fewer
+    while this deployment's pages take too long for the proxy's deadline
+    (:meth:`ocr_api.admission.Admission.sync_page_limit`)."""
+    return admission.get().sync_page_limit(settings.OCR_MAX_PAGES)
+
+
+def refusal_for_sync(error: errors.ApiError, max_pages: int) -> errors.ApiError:
     """An upload's refusal as the synchronous endpoints (``POST /api/ocr``, ``/api/ocr/batch``)
-    answer it: a document over ``OCR_MAX_PAGES`` (413 ``too_many_pages``) is told to go to
-    ``POST /api/jobs``, in its message and in a ``Link: </api/jobs>; rel="alternate"`` header
-    (the error's ``link``, set by :func:`ocr_api.error_handlers.exception_handler`); any other
-    refusal is ``error`` itself."""
+    answer it: a document over ``max_pages`` (:func:`sync_max_pages`; 413
+    ``too_many_pages``) is told to go to ``POST /api/jobs``, in its message and in a ``Link:
+    </api/jobs>; rel="alternate"`` header (the error's ``link``, set by
+    :func:`ocr_api.error_handlers.exception_handler`); any other refusal is ``error`` itself."""
     if not isinstance(error, errors.TooManyPages) or getattr(error, "link", None):
         return error
     jobs = reverse("jobs")
+    why = "OCR_MAX_PAGES" if max_pages >= settings.OCR_MAX_PAGES else \
+        (f"OCR_MAX_PAGES is {settings.OCR_MAX_PAGES}, fewer while a page takes this server "
+         f"{admission.get().load()['page_s'][admission.DOCUMENT]:.0f} s")
     refusal = errors.TooManyPages(
         f"{error.detail} Send it to POST {jobs}, which reads a document of up to "
         f"{settings.OCR_JOB_MAX_PAGES} pages (the gateway's OCR_JOB_MAX_PAGES) as a job in the "
-        f"background, or here in parts of up to {settings.OCR_MAX_PAGES} pages "
-        "(OCR_MAX_PAGES).", field=error.field)
+        f"background, or here in parts of up to {max_pages} page{'s' * (max_pages != 1)} "
+        f"({why}).",
+        field=error.field)
     refusal.link = jobs_link()
     return refusal
 

@@ -16,7 +16,8 @@ from ..answer import build_answer
 from ..intake import documents, uploads
 from ..serializers import (ErrorDetailSerializer, ModelSerializer, OcrAnswerSerializer,
                            OcrParametersSerializer, error_responses, jobs_link_header)
-from .base import OcrEndpoint, jobs_link, record_results, refusal_for_sync
+from .base import (OcrEndpoint, jobs_link, record_results, refusal_for_sync,
+                   sync_max_pages)
 
 
 class BatchItemSerializer(OcrAnswerSerializer):
@@ -80,15 +81,15 @@ class OcrBatchView(OcrEndpoint):
         document, or the API error that refuses it."""
         if not hasattr(self, "_opened"):
             self._opened = []
+            max_pages = sync_max_pages()
             for upload in request.FILES.getlist("images"):
                 try:
                     if not upload.size:
                         raise errors.EmptyUpload()
                     uploads.check_image_size(upload.size)
-                    self._opened.append(documents.open_document(upload.read(),
-                                                                settings.OCR_MAX_PAGES))
+                    self._opened.append(documents.open_document(upload.read(), max_pages))
                 except errors.ApiError as error:
-                    self._opened.append(refusal_for_sync(error))
+                    self._opened.append(refusal_for_sync(error, max_pages))
         return self._opened
 
     def throttle_cost(self, request) -> int:

@@ -26,7 +26,7 @@ def demo_page(request):
         "long_side_max": settings.OCR_LONG_SIDE_MAX,
         "max_upload_mib": round(settings.OCR_MAX_UPLOAD_BYTES / (1024 * 1024), 1),
         "accepted_formats": ACCEPTED_FORMATS_TEXT,
-        "max_pages": settings.OCR_MAX_PAGES,
+        "max_pages": sync_max_pages(),
         "languages": LANGUAGES,
         "defaults": {parameter.name: parameter.default for parameter in PARAMETERS},
     })

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from django.conf import settings
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from ocr_contract.formats import ACCEPTED_FORMATS_TEXT
 from ocr_contract.parameters import RECOGNIZE
@@ -16,7 +15,7 @@ from ..formats.renderers import RESULT_RENDERERS, AnswerResponse, answer_respons
 from ..intake import documents, uploads
 from ..serializers import (SINGLE_UPLOAD_REQUEST, TOO_MANY_PAGES_NOTE, OcrParametersSerializer,
                            OcrResponseSerializer, error_responses, jobs_link_header)
-from .base import OcrEndpoint, record_results, refusal_for_sync
+from .base import OcrEndpoint, record_results, refusal_for_sync, sync_max_pages
 
 #: A real answer (tests/data/images/korean.png with language=ko), the schema's example; the
 #: README links to the same file.
@@ -38,11 +37,11 @@ class OcrView(OcrEndpoint):
             errors.ApiError: the upload's refusal, the same each time it is asked.
         """
         if not hasattr(self, "_opened"):
+            max_pages = sync_max_pages()
             try:
-                self._opened = documents.open_document(self.upload(request),
-                                                       settings.OCR_MAX_PAGES)
+                self._opened = documents.open_document(self.upload(request), max_pages)
             except errors.ApiError as exc:
-                self._opened = refusal_for_sync(exc)
+                self._opened = refusal_for_sync(exc, max_pages)
         if isinstance(self._opened, errors.ApiError):
             raise self._opened
         return self._opened

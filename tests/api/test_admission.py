@@ -234,6 +234,20 @@ def test_a_job_page_waits_until_it_fits_in_half_the_room():
         assert time.monotonic() - started < 1
 
 
+def test_a_documents_page_limit_follows_what_a_page_costs_here():
+    """The proxy waits 2 x 30 + 30 s, of which 30 may go waiting for a thread: 60 s for the
+    pages, each counted at 1.5 times the measured average."""
+    gate = admission.Admission(LocalLedger(), BUDGET)
+    assert gate.sync_page_limit(4) == 4                   # not measured: 9 s, 60 / 13.5
+    gate.ledger.observe(DOCUMENT, 17.0)                   # a dense page, 2-core AVX2 server
+    assert gate.sync_page_limit(4) == 2                   # 60 / 25.5
+    gate.ledger.observe(DOCUMENT, 200.0)
+    assert gate.sync_page_limit(4) == 1                   # one page: its own deadline rules
+    fast = admission.Admission(LocalLedger(), BUDGET)
+    fast.ledger.observe(DOCUMENT, 0.5)
+    assert fast.sync_page_limit(4) == 4                   # never past OCR_MAX_PAGES
+
+
 def test_an_answer_from_the_response_cache_is_not_a_pages_cost():
     gate = admission.Admission(LocalLedger(), BUDGET)
     gate.ledger.observe(IMAGE, 4.0)

@@ -15,6 +15,8 @@ import pikepdf
 import pytest
 from PIL import Image, ImageDraw
 
+from ocr_api import admission
+from ocr_api.admission.ledger import LocalLedger
 from ocr_api.intake import documents
 from ocr_contract.tensors import PAGE
 from ocr_inference.client import TritonClient
@@ -192,6 +194,25 @@ def test_a_document_over_the_limit_is_refused_at_once_and_sent_to_jobs(api_clien
     assert "POST /api/jobs" in message and "OCR_JOB_MAX_PAGES" in message
     assert response["Link"] == JOBS_LINK
     assert watch.calls == [] and elapsed < 5.0
+
+
+def test_the_limit_follows_what_a_page_costs_here(api_client, live_triton, settings, watch,
+                                                  monkeypatch):
+    """Where a document's page is measured at 25 s (this process's own ledger, fresh), 3 pages
+    would outlast the proxy (it waits 2 x 30 + 30 s, 30 of which may go waiting for a thread):
+    refused at once, told how many pages fit here and why."""
+    settings.OCR_MAX_PAGES, settings.TRITON_TIMEOUT_S, settings.OCR_BROKER_URL = 4, 30.0, ""
+    monkeypatch.setitem(admission._ledgers, "", LocalLedger())
+    admission.get().ledger.observe(admission.DOCUMENT, 25.0)
+    response = api_client.post("/api/ocr", blank_pdf(3), content_type="application/pdf")
+    assert (response.status_code, response.json()["error"]["code"]) == (413, "too_many_pages")
+    message = response.json()["error"]["message"]
+    assert message.startswith("The document has 3 pages; this endpoint reads at most 1.")
+    assert "in parts of up to 1 page (OCR_MAX_PAGES is 4, fewer while a page takes this " \
+        "server 25 s)" in message
+    assert response["Link"] == JOBS_LINK and watch.calls == []
+    one = api_client.post(f"/api/ocr{CHEAP}", blank_pdf(1), content_type="application/pdf")
+    assert one.status_code == 200
 
 
 def test_a_batch_item_over_the_limit_is_sent_to_jobs(api_client, live_triton, settings, watch):
