@@ -13,6 +13,8 @@ from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_safe
 
+from .base import sync_max_pages
+
 
 @require_safe
 @ensure_csrf_cookie  # the staff-session mode sends the CSRF token back as X-CSRFToken
