@@ -12,6 +12,7 @@ from pathlib import Path
 import environ
 from ocr_contract import limits
 from ocr_contract import settings as shared_settings
+from ocr_contract.parameters import DETECTOR, DETECTOR_AUTO
 from ocr_contract.tensors import ENSEMBLE
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -221,7 +222,14 @@ TRITON_MODEL_REPOSITORY = Path(env.str("TRITON_MODEL_REPOSITORY",
 #: gRPC target of Triton: ``host:port``, or ``dns:///triton-headless:8001`` for client-side
 #: round-robin over several Triton pods.
 TRITON_GRPC_URL = env.str("TRITON_GRPC_URL", default="localhost:8001")
+#: The ensemble of the CRAFT pipeline; the DB pipeline's is ocr_contract.tensors.DB_ENSEMBLE.
 TRITON_MODEL = env.str("TRITON_MODEL", default=ENSEMBLE)
+#: The text detector of requests that name none (detector=auto): craft, db, or auto (chosen
+#: here by measurement: ocr_api.detectors).
+OCR_DETECTOR = env.str("OCR_DETECTOR", default=DETECTOR_AUTO)
+if OCR_DETECTOR not in DETECTOR.choices:
+    raise ValueError(f"OCR_DETECTOR must be one of {', '.join(DETECTOR.choices)}, "
+                     f"not {OCR_DETECTOR!r}")
 #: Triton's Prometheus endpoint; /api/models reports the cpu flavour's engines from it.
 TRITON_METRICS_URL = env.str("TRITON_METRICS_URL", default="http://localhost:8003/metrics")
 #: Deadline of one inference in seconds; past it the request answers 504 (gunicorn's worker

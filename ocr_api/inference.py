@@ -13,10 +13,12 @@ import threading
 
 from django.conf import settings
 from ocr_contract import limits
+from ocr_contract.parameters import DETECTOR
+from ocr_contract.tensors import CRAFT_DETECTOR
 from ocr_inference.client import OcrResult, TritonClient
 from ocr_inference.errors import InferenceError
 
-from . import admission, errors, metrics
+from . import admission, detectors, errors, metrics
 from .intake.documents import Document, page_input
 
 _lock = threading.Lock()
@@ -49,15 +51,26 @@ def page_kind(document: Document) -> str:
     return admission.DOCUMENT if document.paged else admission.IMAGE
 
 
+def cost_kind(kind: str, parameters: dict) -> str:
+    """How admission costs a page of ``kind`` read with ``parameters`` (their detector
+    concrete, :func:`ocr_api.detectors.resolved`): apart for each detector, whose pages cost
+    about ten times each other's (:func:`ocr_api.admission.policy.page_cost_s`)."""
+    detector = parameters.get(DETECTOR.name)
+    return kind if detector in (None, CRAFT_DETECTOR) else f"{kind}/{detector}"
+
+
 def infer(image: bytes, parameters: dict, kind: str = admission.IMAGE) -> OcrResult:
-    """OCR of one image (or page of ``kind``) by the configured ensemble, admitted first
-    (:mod:`ocr_api.admission`) as the current request's caller.
+    """OCR of one image (or page of ``kind``) by the ensemble of its detector
+    (:mod:`ocr_api.detectors`), admitted first (:mod:`ocr_api.admission`) as the current
+    request's caller.
 
     Raises:
         errors.Overloaded, errors.KeyBusy: see :meth:`ocr_api.admission.Admission.admit`.
         errors.ApiError: see :func:`ocr_api.errors.from_inference`.
     """
-    admitted = admission.get().admit(admission.current_caller.get(), [kind])
+    parameters = detectors.resolved(parameters)
+    admitted = admission.get().admit(admission.current_caller.get(),
+                                     [cost_kind(kind, parameters)])
     try:
         with admitted.page(0) as call:
             result = get_client().infer(image, parameters, timeout_s=call.timeout_s)
@@ -78,8 +91,10 @@ def infer_job_page(document: Document, index: int, parameters: dict,
         errors.ApiError: see :func:`ocr_api.errors.from_inference`.
     """
     data, extra = page_input(document, index)
+    parameters = detectors.resolved(parameters)
     try:
-        with admission.get().job_page(page_kind(document), give_up_s) as call:
+        with admission.get().job_page(cost_kind(page_kind(document), parameters),
+                                      give_up_s) as call:
             result = get_client().infer(data, {**parameters, **extra},
                                         timeout_s=call.timeout_s
                                         or settings.OCR_JOB_PAGE_TIMEOUT_S)
@@ -114,8 +129,10 @@ def infer_many(items: list[tuple[bytes, dict]], groups: list | None = None,
     """
     if not items:
         return []
-    admitted = admission.get().admit(admission.current_caller.get(),
-                                     kinds or [admission.IMAGE] * len(items))
+    items = [(image, detectors.resolved(parameters)) for image, parameters in items]
+    admitted = admission.get().admit(admission.current_caller.get(), [
+        cost_kind(kind, parameters) for kind, (_, parameters)
+        in zip(kinds or [admission.IMAGE] * len(items), items)])
     return [api_error(outcome) if isinstance(outcome, InferenceError) else outcome
             for outcome in get_client().infer_many(items, concurrent_pages(), groups,
                                                    around=admitted.page)]

@@ -94,8 +94,10 @@ def _parameter_field(parameter: Parameter) -> serializers.Field:
     if parameter is LANGUAGE:
         return LanguageField(required=False, max_length=200, help_text=help_text)
     if parameter.choices:
-        return serializers.ChoiceField(choices=parameter.choices, required=False,
-                                       help_text=help_text)
+        return serializers.ChoiceField(
+            choices=parameter.choices, required=False, help_text=help_text,
+            error_messages={"invalid_choice": f'"{{input}}" is not one of '
+                                              f'{", ".join(parameter.choices)}.'})
     raise TypeError(f"no serializer field for {parameter.name} ({parameter.dtype})")
 
 

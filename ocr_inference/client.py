@@ -21,9 +21,10 @@ from typing import Callable, ContextManager
 
 import numpy as np
 import tritonclient.grpc as grpcclient
+from ocr_contract.parameters import DETECTOR
 from ocr_contract.tensors import (ANGLE, BOX_OF_WORD, BOXES, CHARACTER_BOXES, CHARACTER_SCORES,
-                                  CHARACTER_TEXTS, COMPUTED_FOR, DEADLINE_PARAMETER, ENSEMBLE,
-                                  IMAGE_SIZE,
+                                  CHARACTER_TEXTS, COMPUTED_FOR, CRAFT_DETECTOR,
+                                  DEADLINE_PARAMETER, DETECTOR_ENSEMBLES, ENSEMBLE, IMAGE_SIZE,
                                   LINE_BOXES, LINE_OF_BOX, PARAGRAPH_OF_LINE, READING_ORDER,
                                   SCORES, TEXT, TEXT_SCORES, TEXTS, WORD_BOXES,
                                   WORD_OF_CHARACTER, WORD_SCORES, WORD_TEXTS)
@@ -191,6 +192,17 @@ class TritonClient:
 
     # -- one image -------------------------------------------------------------------------
 
+    def model_for(self, parameters: dict) -> str:
+        """The ensemble a request goes to: :attr:`model` (the CRAFT pipeline's) unless its
+        ``detector`` names another (:data:`ocr_contract.tensors.DETECTOR_ENSEMBLES`).
+
+        Raises:
+            KeyError: an unknown detector (``auto`` is the gateway's to resolve:
+                :func:`ocr_api.detectors.resolved`).
+        """
+        detector = parameters.get(DETECTOR.name) or CRAFT_DETECTOR
+        return self.model if detector == CRAFT_DETECTOR else DETECTOR_ENSEMBLES[detector]
+
     def infer(self, image: bytes, parameters: dict, timeout_s: float | None = None
               ) -> OcrResult:
         """Run the ensemble on one encoded image.
@@ -216,7 +228,7 @@ class TritonClient:
         deadline = {DEADLINE_PARAMETER: int((time.time() + timeout_s) * 1000)}
         try:
             with self._inputs(image, parameters) as inputs:
-                result = self._client.infer(self.model, inputs,
+                result = self._client.infer(self.model_for(parameters), inputs,
                                             outputs=requested_outputs(parameters),
                                             client_timeout=timeout_s, parameters=deadline)
         except InferenceServerException as exc:
@@ -357,7 +369,8 @@ class TritonClient:
             logger.warning("Triton call failed (%s), sent again", exc.status())
             time.sleep(pause)
             try:
-                result = self._client.infer(self.model, build_inputs(image, parameters),
+                result = self._client.infer(self.model_for(parameters),
+                                            build_inputs(image, parameters),
                                             outputs=requested_outputs(parameters),
                                             client_timeout=remaining, parameters=deadline)
             except InferenceServerException as retry_exc:

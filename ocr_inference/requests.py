@@ -47,6 +47,8 @@ def parameter_inputs(parameters: dict) -> list[grpcclient.InferInput]:
             inputs.append(tensor)
             continue
         parameter = BY_NAME[name]
+        if not parameter.tensor:            # it picks the ensemble (detector): not an input
+            continue
         tensor = grpcclient.InferInput(parameter.tensor, [1], parameter.dtype)
         if parameter.dtype == "BYTES":
             tensor.set_data_from_numpy(bytes_array(str(value).encode("utf-8")))

@@ -1,8 +1,10 @@
 """Shared fixtures: one real embedded Triton per session, API keys and clients."""
 
+import os
 import signal
 
 import pytest
+from django.conf import settings as django_settings
 from rest_framework.test import APIClient
 
 from ocr_api.models import ApiKey
@@ -45,6 +47,13 @@ class TierOrder:
             module = item.nodeid.split("::")[0]
             module_rank[module] = max(module_rank.get(module, (0, 0)), rank(item))
         items.sort(key=lambda item: module_rank[item.nodeid.split("::")[0]])
+
+
+#: The tests read CRAFT unless they name a detector: ``auto`` chooses by this CPU's speed
+#: (ocr_api.detectors), and what a test asserts must not depend on it. This process's settings
+#: and every server the tests start (they inherit the environment).
+os.environ.setdefault("OCR_DETECTOR", "craft")
+django_settings.OCR_DETECTOR = os.environ["OCR_DETECTOR"]
 
 
 def _interrupted(signum, frame):

@@ -13,6 +13,7 @@ from typing import Callable
 
 from . import languages
 from .limits import LONG_SIDE_MAX, LONG_SIDE_MIN, Limit
+from .tensors import DETECTOR_ENSEMBLES
 
 
 class ParameterError(ValueError):
@@ -29,7 +30,8 @@ class Parameter:
 
     Attributes:
         name: the API name (query string or form field).
-        tensor: the ensemble's optional input of shape ``[1]`` that carries it.
+        tensor: the ensemble's optional input of shape ``[1]`` that carries it; empty for a
+            parameter that picks the ensemble instead (``detector``).
         dtype: that input's Triton datatype: ``FP32``, ``INT32``, ``BOOL`` or ``BYTES``
             (UTF-8 text).
         default: the value the models use when the input is absent.
@@ -132,7 +134,18 @@ DETAIL = Parameter("detail", "DETAIL", "BYTES", DETAIL_WORDS,
                    "'characters': each word's characters too.",
                    choices=(DETAIL_WORDS, DETAIL_CHARACTERS))
 
+#: ``detector``'s values: the deployment's choice (``OCR_DETECTOR``, which /api/models names
+#: with its reason), or one of the text detectors (:data:`ocr_contract.tensors
+#: .DETECTOR_ENSEMBLES`: each has an ensemble of its own, which the request is sent to).
+DETECTOR_AUTO = "auto"
+DETECTOR = Parameter("detector", "", "BYTES", DETECTOR_AUTO,
+                     "'craft': CRAFT with its LinkRefiner (the thresholds above and refine are "
+                     "its); 'db': PP-OCR's DB, a tenth of CRAFT's work (fixed thresholds of its "
+                     "own); 'auto': the deployment's choice (GET /api/models says which, and "
+                     "why).",
+                     choices=(DETECTOR_AUTO, *DETECTOR_ENSEMBLES))
+
 #: Every parameter, in documentation order.
 PARAMETERS = (TEXT_THRESHOLD, LINK_THRESHOLD, LOW_TEXT, LONG_SIDE, REFINE, RECOGNIZE, LANGUAGE,
-              ORIENTATION, DETAIL)
+              ORIENTATION, DETAIL, DETECTOR)
 BY_NAME = {parameter.name: parameter for parameter in PARAMETERS}

@@ -16,6 +16,16 @@ ENSEMBLE = "ensemble_ocr"
 CRAFT_MODEL = "craft"
 REFINENET_MODEL = "refinenet"
 POSTPROCESS_MODEL = "postprocess"
+#: The light detector's steps: PP-OCR's DB network and its box extraction
+#: (``ocr_pipeline.db``), in the ensemble :data:`DB_ENSEMBLE`, which shares every other step.
+DB_MODEL = "db"
+DB_POSTPROCESS_MODEL = "db_postprocess"
+DB_ENSEMBLE = "ensemble_ocr_db"
+#: The text detectors, by the names the ``detector`` parameter takes: CRAFT with its
+#: LinkRefiner (the design's, for a GPU) and PP-OCR's DB (light: a tenth of CRAFT's work), and
+#: the ensemble of each. A request's detector picks the ensemble it is sent to.
+CRAFT_DETECTOR, DB_DETECTOR = "craft", "db"
+DETECTOR_ENSEMBLES = {CRAFT_DETECTOR: ENSEMBLE, DB_DETECTOR: DB_ENSEMBLE}
 #: The ensemble's last step: reads the text of every box (a BLS model, below).
 RECOGNIZE_MODEL = "recognize"
 #: The PP-OCR recognizer and its tensors: ``x`` float32 ``[N, 3, 48, W]`` (BGR crops,
@@ -48,7 +58,8 @@ BLS_ONLY_MODELS = (RECOGNIZER_MODEL, TESSERACT_MODEL)
 #: detection steps. With one of them unloaded the ensemble stays READY while the requests that
 #: need it fail (the admin's unload warning says so).
 BLS_CALLS: dict[str, tuple[str, ...]] = {
-    RECOGNIZE_MODEL: (*BLS_ONLY_MODELS, CRAFT_MODEL, REFINENET_MODEL, POSTPROCESS_MODEL)}
+    RECOGNIZE_MODEL: (*BLS_ONLY_MODELS, CRAFT_MODEL, REFINENET_MODEL, POSTPROCESS_MODEL,
+                      DB_MODEL, DB_POSTPROCESS_MODEL)}
 
 
 @dataclass(frozen=True)

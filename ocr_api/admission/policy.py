@@ -74,8 +74,10 @@ class Refusal:
 
 def page_cost_s(snapshot: Snapshot, kind: str) -> float:
     """What a page of ``kind`` is expected to take alone: the measured average, or
-    :data:`DEFAULT_PAGE_S` before any."""
-    return snapshot.page_s.get(kind, DEFAULT_PAGE_S[kind])
+    :data:`DEFAULT_PAGE_S` before any. A kind may name its detector after a slash
+    (``image/db``: :func:`ocr_api.inference.cost_kind`), measured apart; unmeasured, it costs
+    its page kind's default."""
+    return snapshot.page_s.get(kind, DEFAULT_PAGE_S[kind.split("/")[0]])
 
 
 def backlog_s(snapshot: Snapshot, now: float, parallel: int) -> float:

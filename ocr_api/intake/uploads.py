@@ -11,7 +11,7 @@ from django.conf import settings
 from ocr_contract.limits import BODY_OVER_LIMIT_HEADER, MULTIPART_SLACK_BYTES
 from rest_framework.settings import api_settings
 
-from .. import errors
+from .. import detectors, errors
 from ..serializers import OcrParametersSerializer
 
 #: ``request.META`` key of :data:`~ocr_contract.limits.BODY_OVER_LIMIT_HEADER`.
@@ -83,7 +83,8 @@ def parameters(request, file_fields: tuple[str, ...] = ("image",)) -> dict:
     """Validated OCR parameters from the query string and the non-file form fields.
 
     Returns:
-        only the parameters that were sent, converted (floats, int, bool).
+        only the parameters that were sent, converted (floats, int, bool), and ``detector``,
+        always, concrete (:func:`ocr_api.detectors.resolved`).
 
     Raises:
         errors.InvalidParameter: naming the first field at fault, also for a parameter given
@@ -113,4 +114,6 @@ def parameters(request, file_fields: tuple[str, ...] = ("image",)) -> dict:
     if not serializer.is_valid():
         field, messages = next(iter(serializer.errors.items()))
         raise errors.InvalidParameter(f"{field}: {messages[0]}", field=field)
-    return dict(serializer.validated_data)
+    # The detector made concrete here, so that a job reads every page with the one chosen
+    # when it was accepted.
+    return detectors.resolved(dict(serializer.validated_data))

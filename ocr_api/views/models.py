@@ -1,4 +1,5 @@
-"""``GET /api/models``: the models Triton serves, their versions and readiness."""
+"""``GET /api/models``: the models Triton serves, their versions and readiness, the CPU
+engines, the text detector of requests that name none (and why), and the languages."""
 
 from django.conf import settings
 from drf_spectacular.utils import extend_schema
@@ -7,10 +8,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ocr_contract.languages import LANGUAGES, PPOCR, TESSERACT
+from ocr_contract.parameters import DETECTOR
+from ocr_contract.tensors import DETECTOR_ENSEMBLES
 from ocr_inference.model_control import ModelControl, ModelControlError
 from ocr_inference.triton_metrics import engine_info
 
-from .. import errors
+from .. import detectors, errors
+from ..inference import get_client
 from ..serializers import error_responses
 from .base import OcrEndpoint
 
@@ -29,8 +33,19 @@ class LanguageSerializer(serializers.Serializer):
                                          help_text="The model that reads it.")
 
 
+class DetectorsSerializer(serializers.Serializer):
+    default = serializers.ChoiceField(
+        choices=list(DETECTOR_ENSEMBLES),
+        help_text="What detector=auto (or no detector) means here: OCR_DETECTOR, or the "
+                  "choice by measurement when it is auto.")
+    reason = serializers.CharField(help_text="Why, in one line.")
+    ensembles = serializers.DictField(child=serializers.CharField(),
+                                      help_text="The ensemble each detector's requests go to.")
+
+
 class ModelListSerializer(serializers.Serializer):
     models = ModelStateSerializer(many=True)
+    detectors = DetectorsSerializer()
     engines = serializers.DictField(
         child=serializers.CharField(),
         help_text="Engine and precision of each cpu-flavour network, e.g. "
@@ -56,9 +71,13 @@ class ModelsView(APIView):
         except ModelControlError as exc:
             raise errors.InferenceUnavailable(
                 retry_after=settings.TRITON_RETRY_AFTER_S) from exc
+        choice = detectors.choose()
         return Response({
             "models": [{"name": m.name, "version": m.version, "state": m.state,
                         "ready": m.ready} for m in index],
+            "detectors": {"default": choice.detector, "reason": choice.reason,
+                          "ensembles": {name: get_client().model_for({DETECTOR.name: name})
+                                        for name in DETECTOR_ENSEMBLES}},
             "engines": engine_info(settings.TRITON_METRICS_URL, timeout_s=1.0),
             "languages": [{"code": language.code, "name": language.name,
                            "recognizer": language.recognizer} for language in LANGUAGES]})

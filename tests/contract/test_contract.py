@@ -37,9 +37,12 @@ def test_thresholds_are_open_intervals_without_nan(value):
 def test_every_parameter_has_a_tensor_a_dtype_and_a_default_within_its_bounds():
     for parameter in parameters.PARAMETERS:
         assert parameter.dtype in ("FP32", "INT32", "BOOL", "BYTES"), parameter.name
-        assert parameter.tensor == parameter.name.upper()
+        # Every one is an ensemble input but the detector, which picks the ensemble.
+        assert parameter.tensor == ("" if parameter is parameters.DETECTOR
+                                    else parameter.name.upper())
         assert parameter.check(parameter.default) is not None
     assert parameters.BY_NAME["low_text"].default == 0.4
+    assert parameters.DETECTOR.choices == ("auto", "craft", "db")
 
 
 def test_languages_parse_case_spaces_and_repeats():

@@ -809,11 +809,13 @@ def test_triton_image_installs_ocr_pipeline_and_fetches_verified_weights():
 
 
 @pytest.mark.parametrize("flavour", sorted(flavours()))
-def test_triton_starts_the_ensemble_in_explicit_mode(flavour):
+def test_triton_starts_the_ensembles_in_explicit_mode(flavour):
     arguments = triton_command(flavour)
     assert flag(arguments, "model-control-mode") == ["explicit"]
-    assert flag(arguments, "load-model") == ["ensemble_ocr", "recognizer", "tesseract"]
+    assert flag(arguments, "load-model") == ["ensemble_ocr", "ensemble_ocr_db", "recognizer",
+                                             "tesseract"]
     assert (REPOSITORY / "ensemble_ocr" / "config.pbtxt").is_file()
+    assert (REPOSITORY / "ensemble_ocr_db" / "config.pbtxt").is_file()
     assert flag(arguments, "allow-metrics") == ["true"]
     assert int(flag(arguments, "backend-config")[0].rsplit("=", 1)[1]) >= 64 * 1024 * 1024
     assert flag(arguments, "model-config-name") == ([] if flavour == "cpu" else [flavour])

@@ -10,15 +10,17 @@ from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
+from ocr_api import detectors
 from ocr_inference.client import TritonClient
+from ocr_inference.triton_metrics import engine_info
 
 from tests.helpers import IMAGES, copy_repository, running_triton
 
 pytestmark = [pytest.mark.django_db, pytest.mark.triton, pytest.mark.slow]
 KOREAN = (IMAGES / "korean.png").read_bytes()
 #: Every model the server loads at start (the ensemble, its steps, what its BLS step calls).
-SERVED = ["craft", "ensemble_ocr", "postprocess", "preprocess", "recognize", "recognizer",
-          "refinenet", "tesseract"]
+SERVED = ["craft", "db", "db_postprocess", "ensemble_ocr", "ensemble_ocr_db", "postprocess",
+          "preprocess", "recognize", "recognizer", "refinenet", "tesseract"]
 
 
 @pytest.fixture(scope="module")
@@ -47,10 +49,25 @@ def test_models_endpoint_lists_versions_and_readiness(api_client, anonymous_clie
     body = api_client.get("/api/models").json()
     assert body["models"] == [{"name": name, "version": "1", "state": "READY", "ready": True}
                               for name in SERVED]
-    assert sorted(body["engines"]) == ["craft v1", "recognizer v1", "refinenet v1"]
+    assert sorted(body["engines"]) == ["craft v1", "db v1", "recognizer v1", "refinenet v1"]
     assert all(engine.startswith("openvino ") for engine in body["engines"].values())
     languages = {language["code"]: language["recognizer"] for language in body["languages"]}
     assert (languages["en"], languages["ko"], len(languages)) == ("ppocr", "tesseract", 20)
+    # The tests pin CRAFT (tests/conftest.py): the deployment's setting, said so.
+    assert body["detectors"] == {"default": "craft", "reason": "OCR_DETECTOR=craft",
+                                 "ensembles": {"craft": "ensemble_ocr", "db": "ensemble_ocr_db"}}
+
+
+def test_auto_chooses_the_detector_from_the_engines_this_triton_measured(api_client, gateway,
+                                                                        settings):
+    """detector=auto on this CPU: whatever it chooses, it is decide()'s rule on the figures
+    this Triton exports (CRAFT's time per photo, measured at its start)."""
+    settings.OCR_DETECTOR = "auto"
+    body = api_client.get("/api/models").json()
+    expected = detectors.decide(engine_info(gateway.metrics_url))
+    assert body["detectors"]["default"] == expected.detector
+    assert body["detectors"]["reason"] == expected.reason
+    assert "CRAFT takes " in expected.reason              # timed here: a CPU
 
 
 def test_management_command_unloads_and_loads(gateway, capsys):

@@ -60,7 +60,7 @@ def test_killed_triton_gives_503_then_recovers_in_the_same_process(api_client,
     client_before = get_client()
 
     regions = gateway.stub_shm_regions()
-    assert len(regions) == python_backend_instances(gateway.repository) == 8   # one per stub
+    assert len(regions) == python_backend_instances(gateway.repository) == 10   # one per stub
     gateway.kill()
     assert not any(Path("/dev/shm", region).exists() for region in regions)
     started = time.monotonic()

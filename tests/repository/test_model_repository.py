@@ -10,7 +10,8 @@ from tritonclient.grpc import model_config_pb2
 
 from ocr_contract.parameters import (LINK_THRESHOLD, LOW_TEXT, PARAMETERS, REFINE,
                                      TEXT_THRESHOLD)
-from ocr_contract.tensors import (BLS_CALLS, CHARACTER_OUTPUTS, CRAFT_MODEL, ENSEMBLE,
+from ocr_contract.tensors import (BLS_CALLS, CHARACTER_OUTPUTS, CRAFT_MODEL, DB_ENSEMBLE,
+                                  DB_MODEL, DB_POSTPROCESS_MODEL, DETECTOR_ENSEMBLES, ENSEMBLE,
                                   IMAGE_BYTES, OUTPUTS, PAGE,
                                   POSTPROCESS_MODEL, RECOGNIZE_MODEL, RECOGNIZER_INPUT,
                                   RECOGNIZER_MODEL, RECOGNIZER_OUTPUTS, REFINENET_MODEL)
@@ -43,8 +44,8 @@ def tensor_contract(config) -> dict:
     return contract
 
 
-def steps(flavour: str) -> list:
-    config = load_config(ENSEMBLE, flavour)
+def steps(flavour: str, ensemble: str = ENSEMBLE) -> list:
+    config = load_config(ensemble, flavour)
     return [(s.model_name, dict(s.input_map), dict(s.output_map))
             for s in config.ensemble_scheduling.step]
 
@@ -57,6 +58,10 @@ def config_type(dtype: str) -> str:
 def test_ensemble_has_the_five_documented_steps():
     assert [name for name, _, _ in steps("cpu")] == ["preprocess", "craft", "refinenet",
                                                      "postprocess", "recognize"]
+    # The light pipeline shares every step but the detector's.
+    assert [name for name, _, _ in steps("cpu", DB_ENSEMBLE)] == [
+        "preprocess", "db", "db_postprocess", "recognize"]
+    assert DETECTOR_ENSEMBLES == {"craft": ENSEMBLE, "db": DB_ENSEMBLE}
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
@@ -78,8 +83,10 @@ def test_the_ensemble_detects_as_the_chain_that_recognize_runs_again(flavour):
                        detection.POST_SIZE: preprocess_out["DETECTION_SIZE"],
                        **{p.tensor: p.tensor for p in (TEXT_THRESHOLD, LINK_THRESHOLD,
                                                        LOW_TEXT, REFINE)}}
-    assert set(post_out) == {detection.POST_BOXES, detection.POST_SCORES}
+    assert set(post_out) == {detection.POST_BOXES, detection.POST_SCORES, detection.DETECTOR}
     assert recognize_in["CANVAS"] == preprocess_out["CANVAS"]
+    # recognize detects again with the chain that found its boxes.
+    assert recognize_in[detection.DETECTOR] == post_out[detection.DETECTOR]
     # A page preprocess turned upright (ocr_pipeline.page_turn) is mapped back by recognize.
     assert recognize_in["PAGE_TURN"] == preprocess_out["PAGE_TURN"]
     assert preprocess_in["ORIENTATION"] == recognize_in["ORIENTATION"] == "ORIENTATION"
@@ -91,41 +98,72 @@ def test_the_ensemble_detects_as_the_chain_that_recognize_runs_again(flavour):
     assert declared[CRAFT_MODEL] == ([detection.IMAGE], [detection.MAPS, detection.FEATURES])
     assert declared[REFINENET_MODEL] == ([detection.MAPS, detection.FEATURES], [detection.LINK])
     assert (sorted(declared[POSTPROCESS_MODEL][0]), declared[POSTPROCESS_MODEL][1]) == (
-        sorted(post_in), [detection.POST_BOXES, detection.POST_SCORES])
+        sorted(post_in), [detection.POST_BOXES, detection.POST_SCORES, detection.DETECTOR])
     assert declared[RECOGNIZER_MODEL] == ([RECOGNIZER_INPUT], list(RECOGNIZER_OUTPUTS))
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_the_db_ensemble_detects_as_the_db_chain_and_shares_the_other_steps(flavour):
+    """ensemble_ocr_db's db and db_postprocess feed each other as ocr_pipeline.detection's
+    DB chain does, and preprocess and recognize are mapped exactly as in ensemble_ocr."""
+    craft_steps = {name: (inputs, outputs) for name, inputs, outputs in steps(flavour)}
+    by_model = {name: (inputs, outputs) for name, inputs, outputs in steps(flavour, DB_ENSEMBLE)}
+    (db_in, db_out), (post_in, post_out) = by_model[DB_MODEL], by_model[DB_POSTPROCESS_MODEL]
+    preprocess_out = by_model["preprocess"][1]
+    assert db_in == {detection.IMAGE: preprocess_out["image"]}
+    assert set(db_out) == {detection.DB_PROBABILITY}
+    assert post_in == {detection.DB_PROBABILITY: db_out[detection.DB_PROBABILITY],
+                       detection.POST_RATIO: preprocess_out["RESIZE_RATIO"],
+                       detection.POST_SIZE: preprocess_out["DETECTION_SIZE"]}
+    assert set(post_out) == {detection.POST_BOXES, detection.POST_SCORES, detection.DETECTOR}
+    for shared in ("preprocess", RECOGNIZE_MODEL):
+        assert by_model[shared] == craft_steps[shared], shared
+    declared = {model: ([t.name for t in load_config(model, flavour).input],
+                        [t.name for t in load_config(model, flavour).output])
+                for model in (DB_MODEL, DB_POSTPROCESS_MODEL)}
+    assert declared[DB_MODEL] == ([detection.IMAGE], [detection.DB_PROBABILITY])
+    assert (sorted(declared[DB_POSTPROCESS_MODEL][0]), declared[DB_POSTPROCESS_MODEL][1]) == (
+        sorted(post_in), [detection.POST_BOXES, detection.POST_SCORES, detection.DETECTOR])
+
+
 def test_every_model_called_through_bls_is_in_the_repository_and_loaded_at_start():
+    ensembles = [ensemble for ensemble in MODELS_AT_START if ensemble in DETECTOR_ENSEMBLES.values()]
+    assert sorted(ensembles) == sorted(DETECTOR_ENSEMBLES.values())
+    stepped = [name for ensemble in ensembles for name, _, _ in steps("cpu", ensemble)]
     for caller, called in BLS_CALLS.items():
-        assert caller in [name for name, _, _ in steps("cpu")]
+        assert caller in stepped
         for model in called:
             assert (REPOSITORY / model / "config.pbtxt").exists(), model
-            # Loaded at start: by name, or as a step of the ensemble.
-            assert model in MODELS_AT_START or model in [name for name, _, _ in steps("cpu")], \
-                model
+            # Loaded at start: by name, or as a step of an ensemble.
+            assert model in MODELS_AT_START or model in stepped, model
 
 
 def served_models() -> list[str]:
-    """Every model a request reaches: the ensemble, its steps, and what its BLS step calls
-    (the models loaded at start besides the ensemble)."""
-    return [ENSEMBLE] + [name for name, _, _ in steps("cpu")] + \
-        [name for name in MODELS_AT_START if name != ENSEMBLE]
+    """Every model a request reaches: the ensembles, their steps, and what their BLS step
+    calls (the models loaded at start besides the ensembles)."""
+    ensembles = list(DETECTOR_ENSEMBLES.values())
+    return list(dict.fromkeys(
+        ensembles + [name for ensemble in ensembles for name, _, _ in steps("cpu", ensemble)]
+        + [name for name in MODELS_AT_START if name not in ensembles]))
 
 
-def test_ensemble_declares_the_contracts_tensors():
+@pytest.mark.parametrize("ensemble", [ENSEMBLE, DB_ENSEMBLE])
+def test_ensemble_declares_the_contracts_tensors(ensemble):
     expected = {("input", IMAGE_BYTES.name): (config_type(IMAGE_BYTES.dtype),
                                               list(IMAGE_BYTES.dims), False)}
-    for parameter in PARAMETERS:   # every parameter is an optional [1] input
-        expected[("input", parameter.tensor)] = (config_type(parameter.dtype), [1], True)
+    for parameter in PARAMETERS:   # every parameter but the detector is an optional [1] input
+        if parameter.tensor:
+            expected[("input", parameter.tensor)] = (config_type(parameter.dtype), [1], True)
     expected[("input", PAGE.name)] = (config_type(PAGE.dtype), list(PAGE.dims), True)
     for tensor in OUTPUTS + CHARACTER_OUTPUTS:
         expected[("output", tensor.name)] = (config_type(tensor.dtype), list(tensor.dims), False)
-    assert tensor_contract(load_config(ENSEMBLE, "cpu")) == expected
+    assert tensor_contract(load_config(ensemble, "cpu")) == expected
 
 
 @pytest.mark.parametrize("flavour", ["batched", "gpu"])
 def test_flavours_declare_the_same_graph_and_tensor_contract(flavour):
     assert steps(flavour) == steps("cpu")
+    assert steps(flavour, DB_ENSEMBLE) == steps("cpu", DB_ENSEMBLE)
     for model in served_models():
         assert tensor_contract(load_config(model, flavour)) == \
             tensor_contract(load_config(model, "cpu")), model
@@ -133,7 +171,7 @@ def test_flavours_declare_the_same_graph_and_tensor_contract(flavour):
             load_config(model, "cpu").max_batch_size, model
 
 
-@pytest.mark.parametrize("model", ["craft", "refinenet", "recognizer"])
+@pytest.mark.parametrize("model", ["craft", "refinenet", "db", "recognizer"])
 def test_flavours_differ_only_in_how_the_networks_run(model):
     cpu, batched, gpu = (load_config(model, f) for f in ("cpu", "batched", "gpu"))
     kind = model_config_pb2.ModelInstanceGroup
@@ -182,12 +220,13 @@ def compatible(shape_a: list, shape_b: list) -> bool:
         a == b or -1 in (a, b) for a, b in zip(shape_a, shape_b))
 
 
+@pytest.mark.parametrize("ensemble", [ENSEMBLE, DB_ENSEMBLE])
 @pytest.mark.parametrize("flavour", FLAVOURS)
-def test_every_step_mapping_names_real_tensors_of_matching_type(flavour):
-    ensemble_config = load_config(ENSEMBLE, flavour)
+def test_every_step_mapping_names_real_tensors_of_matching_type(flavour, ensemble):
+    ensemble_config = load_config(ensemble, flavour)
     produced = {t.name: (t.data_type, full_shape(ensemble_config, t.dims))
                 for t in ensemble_config.input}
-    for model, inputs, outputs in steps(flavour):
+    for model, inputs, outputs in steps(flavour, ensemble):
         config = load_config(model, flavour)
         declared_inputs = {t.name: t for t in config.input}
         declared_outputs = {t.name: t for t in config.output}
@@ -203,7 +242,7 @@ def test_every_step_mapping_names_real_tensors_of_matching_type(flavour):
         assert produced[tensor.name] == (tensor.data_type, list(tensor.dims)), tensor.name
 
 
-@pytest.mark.parametrize("model", ["craft", "refinenet", "recognizer"])
+@pytest.mark.parametrize("model", ["craft", "refinenet", "db", "recognizer"])
 def test_onnx_files_match_their_configs(model):
     onnx = REPOSITORY / model / "1" / "model.onnx"
     session = onnxruntime.InferenceSession(str(onnx), providers=["CPUExecutionProvider"])

@@ -1,5 +1,5 @@
-"""The detection chain, written once: ``craft`` -> ``refinenet`` -> ``postprocess``, and the
-names of the tensors that pass between them.
+"""The detection chains, written once: ``craft`` -> ``refinenet`` -> ``postprocess`` (CRAFT),
+``db`` -> ``db_postprocess`` (PP-OCR's DB), and the names of the tensors between them.
 
 Every caller runs the chain through :func:`detect` (or its two halves, :func:`score_maps` and
 :func:`postprocess`) and brings its own way of running one model (:data:`RunModel`):
@@ -9,9 +9,10 @@ Every caller runs the chain through :func:`detect` (or its two halves, :func:`sc
 - the benchmark's ``split`` mode: Triton's models over gRPC, boxes in the client;
 - the benchmark's in-process baseline and the precision validation: engines in the process.
 
-``ensemble_ocr`` runs the same steps from its config.pbtxt (a config cannot call Python);
-``tests/repository`` checks that its steps feed each other as :func:`detect` does, with the
-names here.
+``ensemble_ocr`` and ``ensemble_ocr_db`` run the same steps from their config.pbtxt (a
+config cannot call Python); ``tests/repository`` checks that their steps feed each other as
+:func:`detect` does, with the names here. Both box steps answer which detector found the
+boxes (:data:`DETECTOR`), so that ``recognize`` detects again with the same chain.
 
 The step tensor names are the repository's own (the ONNX graphs' names for the networks, so
 the gpu flavour's onnxruntime backend serves the same configs); the gateway never sees them,
@@ -25,9 +26,10 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 import numpy as np
-from ocr_contract.tensors import CRAFT_MODEL, POSTPROCESS_MODEL, REFINENET_MODEL
+from ocr_contract.tensors import (CRAFT_DETECTOR, CRAFT_MODEL, DB_DETECTOR, DB_MODEL,
+                                  DB_POSTPROCESS_MODEL, POSTPROCESS_MODEL, REFINENET_MODEL)
 
-from . import boxes
+from . import boxes, db
 from .imaging import PreparedImage
 
 # craft (craft/config.pbtxt), batched: dimension 0 is the batch (1 from every caller here).
@@ -59,6 +61,17 @@ POST_SIZE = "IMAGE_SIZE"
 POST_BOXES = "BOXES"
 #: Output: float32 ``[N]``, each box's peak region score.
 POST_SCORES = "SCORES"
+#: Output of both box steps (postprocess and db_postprocess), recognize's input: BYTES ``[1]``,
+#: the detector that found the boxes (:data:`ocr_contract.tensors.DETECTOR_ENSEMBLES`' names).
+DETECTOR = "DETECTOR"
+
+# db_postprocess (db_postprocess/config.pbtxt), not batched: DB_PROBABILITY as db's, POST_RATIO
+# and POST_SIZE in; POST_BOXES, POST_SCORES (each box's mean probability) and DETECTOR out.
+
+# db (db/config.pbtxt), batched: IMAGE in, as craft's.
+#: Output: float32 ``[B, 1, H, W]``, each pixel's probability of being text (DB's shrunk text
+#: regions, at the input's resolution).
+DB_PROBABILITY = "probability"
 
 #: Runs one model: ``(model name, {input name: array}, output names) -> {output name: array}``
 #: (BLS inside Triton, gRPC from a client, an engine in the process).
@@ -113,8 +126,10 @@ def postprocess(maps: np.ndarray, link: np.ndarray, ratio: float, width: int, he
 
 
 def detect(run: RunModel, prepared: PreparedImage, refine: bool = True,
-           parameters: Mapping[str, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The whole chain through models: :func:`score_maps`, then the ``postprocess`` model.
+           parameters: Mapping[str, np.ndarray] | None = None,
+           detector: str = CRAFT_DETECTOR) -> tuple[np.ndarray, np.ndarray]:
+    """The whole chain of ``detector`` through models: CRAFT's :func:`score_maps` then the
+    ``postprocess`` model, or DB's ``db`` then ``db_postprocess``.
 
     Args:
         run: how to run one model (:data:`RunModel`).
@@ -122,15 +137,36 @@ def detect(run: RunModel, prepared: PreparedImage, refine: bool = True,
         refine: run the link refiner (REFINE's value; postprocess reads REFINE itself).
         parameters: postprocess's optional inputs as sent, ``{tensor name: [1] array}``
             (TEXT_THRESHOLD, LINK_THRESHOLD, LOW_TEXT, REFINE; absent ones take the
-            contract's defaults there).
+            contract's defaults there). CRAFT's: DB has fixed thresholds of its own
+            (:mod:`ocr_pipeline.db`).
+        detector: ``"craft"`` or ``"db"``.
 
     Returns:
         float32 ``[N, 4, 2]`` boxes in ``prepared``'s original pixels; float32 ``[N]`` scores.
+
+    Raises:
+        ValueError: an unknown detector.
     """
-    maps, link = score_maps(run, prepared.tensor, refine)
-    found = run(POSTPROCESS_MODEL, {
-        POST_MAPS: maps, POST_LINK: link,
-        POST_RATIO: np.array([prepared.ratio], np.float32),
-        POST_SIZE: np.array([prepared.width, prepared.height], np.int32),
-        **(parameters or {})}, (POST_BOXES, POST_SCORES))
+    where = {POST_RATIO: np.array([prepared.ratio], np.float32),
+             POST_SIZE: np.array([prepared.width, prepared.height], np.int32)}
+    if detector == DB_DETECTOR:
+        probability = run(DB_MODEL, {IMAGE: prepared.tensor}, (DB_PROBABILITY,))[DB_PROBABILITY]
+        found = run(DB_POSTPROCESS_MODEL, {DB_PROBABILITY: probability, **where},
+                    (POST_BOXES, POST_SCORES))
+    elif detector == CRAFT_DETECTOR:
+        maps, link = score_maps(run, prepared.tensor, refine)
+        found = run(POSTPROCESS_MODEL, {POST_MAPS: maps, POST_LINK: link, **where,
+                                        **(parameters or {})}, (POST_BOXES, POST_SCORES))
+    else:
+        raise ValueError(f"unknown detector {detector!r}")
     return found[POST_BOXES].reshape(-1, 4, 2), found[POST_SCORES].reshape(-1)
+
+
+def db_postprocess(probability: np.ndarray, ratio: float, width: int, height: int
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The ``db_postprocess`` step's work (its model runs this): boxes from one image's DB
+    probability map (float32 ``[1, 1, h, w]``), in the original's pixels (``ratio``: resized
+    = original x ratio; ``width``, ``height``: the upright original's size, points clipped to
+    it). Returns float32 ``[N, 4, 2]`` corners and ``[N]`` scores (:mod:`ocr_pipeline.db`)."""
+    found, scores = db.detect_boxes(probability[0, 0])
+    return db.to_image_coordinates(found, ratio, width, height), scores

@@ -27,13 +27,17 @@ def dynamic_batch(model) -> None:
         tensor.type.tensor_type.shape.dim[0].dim_param = "batch"
 
 
-def uint8_image_input(model, mean: tuple[float, ...], std: tuple[float, ...]) -> None:
+def uint8_image_input(model, mean: tuple[float, ...], std: tuple[float, ...],
+                      bgr: bool = False) -> None:
     """Make the graph's single image input uint8 NHWC and normalise inside the graph (in place).
 
     Args:
         model: an ONNX ``ModelProto`` whose first input is float32 ``[batch, 3, H, W]``.
-        mean, std: per-channel normalisation on the 0..1 scale (RGB order); the graph computes
-            ``(pixel - mean * 255) / (std * 255)``.
+        mean, std: per-channel normalisation on the 0..1 scale, in the order of the channels
+            the network was trained on; the graph computes ``(pixel - mean * 255) / (std *
+            255)``.
+        bgr: the network was trained on BGR channels (PaddleOCR's, read with OpenCV): the
+            graph reverses the RGB input's channels first.
 
     Raises:
         ValueError: the first input is not float32 with 3 channels in dimension 1.
@@ -56,9 +60,15 @@ def uint8_image_input(model, mean: tuple[float, ...], std: tuple[float, ...]) ->
         numpy_helper.from_array(np.array(std, np.float32).reshape(1, 1, 1, 3) * scale,
                                 f"{name}_std"),
     ])
-    prefix = [
-        helper.make_node("Cast", [name], [f"{name}_float"], to=TensorProto.FLOAT),
-        helper.make_node("Sub", [f"{name}_float", f"{name}_mean"], [f"{name}_centred"]),
+    prefix = [helper.make_node("Cast", [name], [f"{name}_float"], to=TensorProto.FLOAT)]
+    if bgr:
+        graph.initializer.append(numpy_helper.from_array(np.array([2, 1, 0], np.int64),
+                                                         f"{name}_bgr_order"))
+        prefix.append(helper.make_node("Gather", [f"{name}_float", f"{name}_bgr_order"],
+                                       [f"{name}_bgr"], axis=3))
+    channels = f"{name}_bgr" if bgr else f"{name}_float"
+    prefix += [
+        helper.make_node("Sub", [channels, f"{name}_mean"], [f"{name}_centred"]),
         helper.make_node("Div", [f"{name}_centred", f"{name}_std"], [f"{name}_scaled"]),
         helper.make_node("Transpose", [f"{name}_scaled"], [normalised], perm=[0, 3, 1, 2]),
     ]
@@ -68,6 +78,19 @@ def uint8_image_input(model, mean: tuple[float, ...], std: tuple[float, ...]) ->
     graph.input.insert(0, helper.make_tensor_value_info(
         name, TensorProto.UINT8, [dims[0].dim_param or dims[0].dim_value or "batch",
                                   dims[2].dim_param or "height", dims[3].dim_param or "width", 3]))
+
+
+def rename_tensors(model, names: dict[str, str]) -> None:
+    """Rename graph inputs and outputs (``{old: new}``) wherever they appear (in place): the
+    PaddleOCR exports name theirs ``x`` and ``fetch_name_0``; the repository's configs, which
+    name the ONNX tensors (the gpu flavour's onnxruntime backend matches them), say what they
+    are."""
+    graph = model.graph
+    for node in graph.node:
+        node.input[:] = [names.get(value, value) for value in node.input]
+        node.output[:] = [names.get(value, value) for value in node.output]
+    for tensor in list(graph.input) + list(graph.output):
+        tensor.name = names.get(tensor.name, tensor.name)
 
 
 def ctc_best_path(model) -> None:

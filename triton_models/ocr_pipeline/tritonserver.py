@@ -3,8 +3,8 @@ Triton container (``python3 -m ocr_pipeline.tritonserver``, its start command) a
 development server (``ocr_embedded.launcher``, which adds its own addresses and paths). Its
 settings are read with :mod:`ocr_contract.settings`' readers.
 
-- Explicit model control: the ensemble (which loads its steps) and the models its BLS step
-  calls (:data:`MODELS_AT_START`) are loaded at start; new versions are loaded later through
+- Explicit model control: the ensembles (which load their steps) and the models their BLS
+  step calls (:data:`MODELS_AT_START`) are loaded at start; new versions are loaded later through
   the model-control API without a restart.
 - The Python backend's shared-memory pool starts at 64 MiB per model instance: CRAFT's maps
   are ~40 MB at long side 1280, so growing from the 1 MiB default would cost every first
@@ -37,11 +37,11 @@ import sys
 from pathlib import Path
 
 from ocr_contract.settings import TRITON_CACHE_BYTES, read_int, read_str
-from ocr_contract.tensors import BLS_ONLY_MODELS, ENSEMBLE
+from ocr_contract.tensors import BLS_ONLY_MODELS, DB_ENSEMBLE, ENSEMBLE
 
-#: Loaded at start: the ensemble (Triton loads its steps with it), and the models only its BLS
-#: step calls.
-MODELS_AT_START = (ENSEMBLE, *BLS_ONLY_MODELS)
+#: Loaded at start: the ensembles (Triton loads their steps with them), and the models only
+#: their BLS step calls.
+MODELS_AT_START = (ENSEMBLE, DB_ENSEMBLE, *BLS_ONLY_MODELS)
 #: cpu: every model's config.pbtxt; the others: configs/<flavour>.pbtxt where a model has one.
 FLAVOURS = ("cpu", "batched", "gpu")
 #: The Python backend's shared-memory pool per model instance, and its growth step, bytes.

@@ -14,6 +14,8 @@ long side, ``reference_<long side>.json`` (``tests/data/validation/``, its sourc
   came from an older postprocessing (two-column pages are now cut at the gutter), and FP32
   itself scored F 0.885 against them on the two-column page, so every candidate was refused;
 - ``link_refiner`` (LinkRefiner): the same, with CRAFT in FP32 and the candidate refiner;
+- ``db_detector`` (PP-OCR's DB): the candidate's probability maps must give the boxes DB in
+  FP32 gives, both through DB's box extraction (:mod:`ocr_pipeline.db`), with the same bar;
 - ``recognizer`` (PP-OCR rec): the crops of the file's boxes must be read as the FP32
   recognizer reads them, the same string for at least :data:`MIN_STRING_SHARE` of the crops.
 
@@ -40,7 +42,7 @@ from .evaluation import parity_f
 from .versions import latest_version
 
 #: Roles a network can be validated in (the ``validation`` model-config parameter).
-ROLES = ("detector", "link_refiner", "recognizer")
+ROLES = ("detector", "link_refiner", "db_detector", "recognizer")
 #: Worst per-image box-parity F a detector or link-refiner candidate may have.
 MIN_BOX_F = 0.98
 #: Least share of validation crops a recognizer candidate must read exactly as FP32 does.
@@ -237,6 +239,22 @@ def link_refiner_validator(validation: ValidationSet, detector, reference) -> Va
                       lambda candidate: _worst_parity(validation, boxes(candidate), expected))
 
 
+def db_validator(validation: ValidationSet, reference) -> Validator:
+    """Checks a DB candidate: its probability maps, through DB's box extraction, must give the
+    boxes that ``reference`` (this DB in FP32) gives (:func:`ocr_pipeline.detection
+    .db_postprocess` on both sides)."""
+    def boxes(network) -> Callable[[str], list]:
+        def detect(name: str) -> list:
+            prepared = validation.prepared(name)
+            probability = network({detection.IMAGE: prepared.tensor})[detection.DB_PROBABILITY]
+            return detection.db_postprocess(probability, prepared.ratio, prepared.width,
+                                            prepared.height)[0].tolist()
+        return detect
+    expected = functools.cache(boxes(reference))   # FP32's boxes, once per image
+    return _validator("db_detector", validation,
+                      lambda candidate: _worst_parity(validation, boxes(candidate), expected))
+
+
 def recognizer_validator(validation: ValidationSet, reference, classes: list[str],
                          max_batch: int = 32) -> Validator:
     """Checks a recognizer candidate with ``reference`` (the FP32 recognizer) on the
@@ -299,6 +317,8 @@ def validator_for(parameters: dict[str, str], model_dir: Path, version_dir: Path
     if role == "recognizer":
         classes = recognition.load_dictionary(version_dir / "dict.txt")
         return recognizer_validator(found, reference, classes)
+    if role == "db_detector":
+        return db_validator(found, reference)
     partner_path = latest_version(model_dir.parent / parameters["validation_partner"])
     partner = Lazy(lambda: fp32(partner_path))
     if role == "detector":

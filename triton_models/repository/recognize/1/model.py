@@ -13,8 +13,8 @@ from ocr_contract.languages import TESSERACT
 from ocr_contract.parameters import (DETAIL, DETAIL_CHARACTERS, LANGUAGE, LINK_THRESHOLD,
                                      LONG_SIDE, LOW_TEXT, ORIENTATION, ORIENTATION_AUTO,
                                      RECOGNIZE, REFINE, TEXT_THRESHOLD, ParameterError)
-from ocr_contract.tensors import RECOGNIZER_INPUT, RECOGNIZER_MODEL, RECOGNIZER_OUTPUTS
-from ocr_contract.tensors import TESSERACT_MODEL
+from ocr_contract.tensors import (CRAFT_DETECTOR, RECOGNIZER_INPUT, RECOGNIZER_MODEL,
+                                  RECOGNIZER_OUTPUTS, TESSERACT_MODEL)
 
 from ocr_pipeline import (detection, imaging, orientation, params, reading_order, recognition,
                           routing, tesseract, words)
@@ -140,10 +140,10 @@ class TritonPythonModel:
 
     def _detect(self, request, image: np.ndarray, side: int | None = None
                 ) -> tuple[np.ndarray, np.ndarray]:
-        """The detection chain again (:func:`ocr_pipeline.detection.detect`: craft, refinenet
-        when REFINE, postprocess, through BLS) on ``image`` (uint8 ``[H, W, 3]``), at the
-        request's working size (or long side ``side``, pixels) and thresholds, on the canvas
-        preprocess used (its ``CANVAS``).
+        """The detection chain again (:func:`ocr_pipeline.detection.detect`, through BLS: the
+        one that found the boxes, the request's ``DETECTOR``) on ``image`` (uint8 ``[H, W,
+        3]``), at the request's working size (or long side ``side``, pixels) and thresholds,
+        on the canvas preprocess used (its ``CANVAS``).
 
         Returns:
             float32 ``[N, 4, 2]`` boxes in ``image``'s pixels, float32 ``[N]`` their scores.
@@ -156,8 +156,11 @@ class TritonPythonModel:
         sent = {parameter.tensor: optional_input(request, parameter.tensor)
                 for parameter in (TEXT_THRESHOLD, LINK_THRESHOLD, LOW_TEXT, REFINE)}
         refine = params.read(REFINE, sent[REFINE.tensor])
+        detector = optional_input(request, detection.DETECTOR)
         return detection.detect(partial(_run, parent=request), prepared, refine,
-                                {name: value for name, value in sent.items() if value is not None})
+                                {name: value for name, value in sent.items() if value is not None},
+                                CRAFT_DETECTOR if detector is None
+                                else bytes(detector.reshape(-1)[0]).decode())
 
     def _read(self, request, image: np.ndarray, boxes: np.ndarray, route: routing.Route,
               read, known: list[Reading] | None = None) -> list[Reading]:
