@@ -35,6 +35,19 @@ def document(pages: int) -> bytes:
                        for n in range(pages)])
 
 
+def test_a_jobs_detector_is_the_one_it_was_accepted_with(jobs_stack):
+    """detector=db: every page read by the DB pipeline, as /api/ocr reads the document."""
+    data = document(2)
+    job = jobs_stack.submit(data, "?long_side=640&detector=db").json()
+    job = jobs_stack.wait(job["id"])
+    assert job["status"] == "succeeded", job
+    whole = jobs_stack.request("GET", f"/api/jobs/{job['id']}/result").json()
+    assert {page["model"]["name"] for page in whole["pages"]} == {"ensemble_ocr_db"}
+    direct = jobs_stack.request("POST", "/api/ocr?long_side=640&detector=db", body=data,
+                                headers={"Content-Type": "application/pdf"}).json()
+    assert whole["text"] == direct["text"] and "gamma" in whole["text"]
+
+
 def test_job_end_to_end(jobs_stack):
     data = document(3)
     response = jobs_stack.submit(data, "?long_side=640")
