@@ -9,8 +9,10 @@ answer (on an AVX-512 BF16 CPU, CRAFT in BF16 lost every box of one test image, 
 calibrated on the test images lost a small word of an image it had not seen). So
 :func:`choose_precision`:
 
-1. times every candidate on the model's warm-up input (median of :data:`AUTO_RUNS` runs after
-   one untimed run);
+1. times every candidate on the model's warm-up input (one run after one untimed run; where a
+   candidate's time is within :data:`CLOSE_CALL` of the margin below, the median of
+   :data:`AUTO_RUNS` runs, FP32's too: a first start on a slow CPU times CRAFT in every
+   precision, 9-12 s a run on a 2-core AVX2 server);
 2. takes the candidates at least :data:`AUTO_MARGIN` faster than FP32, fastest first, and keeps
    the first one whose answers agree with FP32's on the validation set
    (:mod:`ocr_pipeline.validation`: boxes for the detector and the link refiner, strings for
@@ -53,8 +55,12 @@ logger = logging.getLogger(__name__)
 
 #: A candidate must be at least this much faster than FP32 to be considered.
 AUTO_MARGIN = 0.05
-#: Timed runs per candidate precision (after one untimed run); the median counts.
+#: Timed runs per candidate precision (after one untimed run) when one run leaves the choice
+#: close; the median counts.
 AUTO_RUNS = 3
+#: A candidate whose one run is within this share of the margin line (``(1 - AUTO_MARGIN)``
+#: times FP32's) is timed :data:`AUTO_RUNS` times, and FP32 with it; a clearer one, once.
+CLOSE_CALL = 0.10
 #: Part of every stored decision's key: raised when the way candidates are compiled or checked
 #: changes, so that decisions made the old way are made again. 2: a compiled-model cache folder
 #: per precision (:func:`ocr_pipeline.engines._core`); before it, BF16 compiled after FP32 ran
@@ -186,12 +192,16 @@ def choose_precision(onnx_path: str, options: EngineOptions,
     for precision in candidates:
         try:
             engines[precision] = compile_in(precision)
-            times[precision] = _median_ms(engines[precision], sample)
+            times[precision] = _median_ms(engines[precision], sample, 1)
         except RuntimeError as exc:
             if precision == "fp32":
                 raise
             engines.pop(precision, None)
             failed[precision] = _first_line(exc)
+    line = (1 - AUTO_MARGIN) * times["fp32"]
+    close = [p for p in times if p != "fp32" and abs(times[p] / line - 1) < CLOSE_CALL]
+    for precision in close + (["fp32"] if close else []):
+        times[precision] = _median_ms(engines[precision], sample, AUTO_RUNS, untimed=False)
     chosen, reason = decide(times, lambda precision: validator(engines[precision])
                             if validator else None)
     reason += "".join(f"; {precision} failed to compile or run here ({message})"
@@ -242,14 +252,18 @@ def _int8_identity(onnx_path: str, candidates: list[str]) -> str:
     return f"{record.get('recipe', '?')}:{record.get('bin', '?')[:16]}"
 
 
-def _median_ms(engine: Engine, sample: dict[str, np.ndarray]) -> float:
-    engine(sample)
-    runs = []
-    for _ in range(AUTO_RUNS):
+def _median_ms(engine: Engine, sample: dict[str, np.ndarray], runs: int = AUTO_RUNS,
+               untimed: bool = True) -> float:
+    """The median of ``runs`` timed runs of ``sample``, milliseconds (after one untimed run:
+    the first compiles the shape's kernels)."""
+    if untimed:
+        engine(sample)
+    times = []
+    for _ in range(runs):
         started = time.perf_counter()
         engine(sample)
-        runs.append((time.perf_counter() - started) * 1000.0)
-    return sorted(runs)[len(runs) // 2]
+        times.append((time.perf_counter() - started) * 1000.0)
+    return sorted(times)[len(times) // 2]
 
 
 def _cpu_identity() -> str:
