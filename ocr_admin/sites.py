@@ -5,6 +5,7 @@ from django.contrib import admin, messages
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path
+from ocr_api import detectors
 from ocr_contract.tensors import BLS_CALLS
 from ocr_inference.model_control import (FAILING, UNAVAILABLE, Consequence, ModelControl,
                                          ModelControlError, unload_consequences)
@@ -66,7 +67,7 @@ class OcrAdminSite(admin.AdminSite):
         except ModelControlError as exc:
             index, error = [], f"Triton at {settings.TRITON_GRPC_URL} is unreachable: {exc}"
         context = {**self.each_context(request), "title": "Triton model repository",
-                   "models": index, "error": error,
+                   "models": index, "error": error, "detector": detectors.choose(),
                    "actions": MODEL_ACTIONS if may_change else (),
                    "triton_url": settings.TRITON_GRPC_URL,
                    "history": model_changes.recent()}

@@ -110,19 +110,21 @@ _lock = threading.Lock()
 _chosen: tuple[float, tuple, Choice] | None = None
 
 
-def choose() -> Choice:
+def choose(metrics_url: str | None = None) -> Choice:
     """The deployment's detector: ``OCR_DETECTOR`` when it names one, else :func:`decide` on
-    Triton's engine figures (asked again after :data:`CHOICE_TTL_S`; a Triton that does not
-    answer keeps the last choice, or CRAFT before any)."""
+    the engine figures of the Triton at ``metrics_url`` (default ``TRITON_METRICS_URL``), asked
+    again after :data:`CHOICE_TTL_S`; a Triton that does not answer keeps the last choice, or
+    CRAFT before any."""
     global _chosen
     setting = settings.OCR_DETECTOR
     if setting != DETECTOR_AUTO:
         return Choice(setting, f"OCR_DETECTOR={setting}")
-    key = (settings.TRITON_METRICS_URL,)
+    url = metrics_url or settings.TRITON_METRICS_URL
+    key = (url,)
     with _lock:
         if _chosen is not None and _chosen[1] == key and time.monotonic() < _chosen[0]:
             return _chosen[2]
-    engines = engine_info(settings.TRITON_METRICS_URL, timeout_s=1.0)
+    engines = engine_info(url, timeout_s=1.0)
     with _lock:
         if not engines and _chosen is not None and _chosen[1] == key:
             return _chosen[2]

@@ -17,6 +17,7 @@ from pathlib import Path
 from django.conf import settings
 from django.utils import timezone
 
+from ocr_api.detectors import Choice
 from ocr_api.models import ApiKey
 
 #: The name (and owner) of the demo key in admin's key list.
@@ -73,16 +74,18 @@ def manage_py() -> str:
     return f"{python} manage.py"
 
 
-def banner(base_url: str, key: str, expires: dt.datetime, has_admin: bool) -> str:
+def banner(base_url: str, key: str, expires: dt.datetime, has_admin: bool,
+           detector: "Choice | None" = None) -> str:
     """What ``make serve`` prints once the gateway answers: the demo page, the API key with its
-    expiry and a curl line, the API docs, the admin (and how to make its first user), other
-    devices, and how to stop.
+    expiry and a curl line, the text detector the defaults serve and why, the API docs, the
+    admin (and how to make its first user), other devices, and how to stop.
 
     Args:
         base_url: the gateway's address, e.g. ``http://localhost:8000``.
         key: the demo API key.
         expires: its expiry.
         has_admin: whether an active staff user exists already.
+        detector: :func:`ocr_api.detectors.choose`'s answer (None: not said).
     """
     admin = f"{base_url}/admin/"
     if not has_admin:
@@ -102,6 +105,8 @@ def banner(base_url: str, key: str, expires: dt.datetime, has_admin: bool) -> st
         "GET /api/jobs/<id>), e.g.",
         f"  curl -s -H 'Authorization: Api-Key {key}' "
         f"-F image=@tests/data/documents/ocrmypdf_linn.pdf {base_url}/api/jobs",
+        *([f"Detector:   {detector.detector}, for requests that name none: {detector.reason} "
+           "(?detector=craft or db picks one)"] if detector else []),
         f"API docs:   {base_url}/api/docs",
         f"Admin:      {admin}",
         "Other devices (a phone on this network): add this machine's address to "

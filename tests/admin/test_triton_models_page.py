@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
-from ocr_contract.tensors import BLS_CALLS, ENSEMBLE
+from ocr_contract.tensors import BLS_CALLS, DB_ENSEMBLE, DETECTOR_ENSEMBLES, ENSEMBLE
 from ocr_inference.model_control import (FAILING, UNAVAILABLE, Consequence, ModelControl,
                                          unload_consequences)
 
@@ -20,10 +20,13 @@ pytestmark = pytest.mark.django_db
 
 
 def repository_ensemble_steps() -> dict[str, tuple[str, ...]]:
-    """The ensemble's steps as its config.pbtxt on disk declares them."""
-    path = settings.TRITON_MODEL_REPOSITORY / ENSEMBLE / "config.pbtxt"
-    config = text_format.Parse(path.read_text(), model_config_pb2.ModelConfig())
-    return {ENSEMBLE: tuple(step.model_name for step in config.ensemble_scheduling.step)}
+    """Each ensemble's steps as its config.pbtxt on disk declares them."""
+    steps = {}
+    for ensemble in DETECTOR_ENSEMBLES.values():
+        path = settings.TRITON_MODEL_REPOSITORY / ensemble / "config.pbtxt"
+        config = text_format.Parse(path.read_text(), model_config_pb2.ModelConfig())
+        steps[ensemble] = tuple(step.model_name for step in config.ensemble_scheduling.step)
+    return steps
 
 
 def test_unloading_a_step_takes_the_ensemble_down():
@@ -32,10 +35,13 @@ def test_unloading_a_step_takes_the_ensemble_down():
     # detection).
     assert unload_consequences("craft", steps, BLS_CALLS) == [
         Consequence(ENSEMBLE, UNAVAILABLE, "runs craft as a step"),
-        Consequence("recognize", FAILING, "calls craft through BLS")]
+        Consequence("recognize", FAILING, "calls craft through BLS"),
+        Consequence(DB_ENSEMBLE, FAILING, "runs recognize as a step")]
+    # recognize: both pipelines end with it.
     assert unload_consequences("recognize", steps, BLS_CALLS) == [
-        Consequence(ENSEMBLE, UNAVAILABLE, "runs recognize as a step")]
-    # The ensemble itself: nothing else goes (its steps stay loaded).
+        Consequence(ENSEMBLE, UNAVAILABLE, "runs recognize as a step"),
+        Consequence(DB_ENSEMBLE, UNAVAILABLE, "runs recognize as a step")]
+    # An ensemble itself: nothing else goes (its steps stay loaded).
     assert unload_consequences(ENSEMBLE, steps, BLS_CALLS) == []
 
 
@@ -43,7 +49,8 @@ def test_unloading_a_step_takes_the_ensemble_down():
 def test_unloading_a_model_called_through_bls_leaves_the_ensemble_ready_but_failing(called):
     assert unload_consequences(called, repository_ensemble_steps(), BLS_CALLS) == [
         Consequence("recognize", FAILING, f"calls {called} through BLS"),
-        Consequence(ENSEMBLE, FAILING, "runs recognize as a step")]
+        Consequence(ENSEMBLE, FAILING, "runs recognize as a step"),
+        Consequence(DB_ENSEMBLE, FAILING, "runs recognize as a step")]
 
 
 @pytest.mark.triton
@@ -76,6 +83,8 @@ def test_staff_who_may_not_change_models_see_the_index_without_buttons(client, l
     client.force_login(staff)
     page = client.get("/admin/triton/models/").content.decode()
     assert "<td>craft</td><td>1</td><td>READY</td>" in page
+    assert ('<p id="detector">Requests that name no detector are read by <strong>craft</strong>: '
+            "OCR_DETECTOR=craft.</p>") in page
     assert "only superusers may load or unload them" in page
     assert 'name="action"' not in page and "<th>actions</th>" not in page
     # Sent anyway (an old page, a script): refused, nothing changes or is recorded.

@@ -830,7 +830,7 @@ def test_gpu_flavour_puts_the_networks_on_the_gpu_and_extra_flags_pass_through()
     on_gpu = {model for model in (p.parent.name for p in REPOSITORY.glob("*/config.pbtxt"))
               if any(g.kind == model_config_pb2.ModelInstanceGroup.KIND_GPU
                      for g in model_config(model, "gpu").instance_group)}
-    assert on_gpu == {"craft", "refinenet", "recognizer"}
+    assert on_gpu == {"craft", "refinenet", "db", "recognizer"}
     assert flag(triton_command("gpu"), "model-config-name") == ["gpu"]
     assert triton_command("gpu", "--log-verbose=1")[-1] == "--log-verbose=1"
 

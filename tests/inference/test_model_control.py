@@ -103,7 +103,8 @@ def test_admin_page_confirms_an_unload_records_it_and_loads_again(client, gatewa
                                follow=True)
     page = response.content.decode()
     said = ("Unloaded postprocess. Also affected: ensemble_ocr UNAVAILABLE (runs postprocess as "
-            "a step); recognize READY, failing (calls postprocess through BLS).")
+            "a step); recognize READY, failing (calls postprocess through BLS); ensemble_ocr_db "
+            "READY, failing (runs recognize as a step).")
     assert said in page
     assert "<td>postprocess</td><td>1</td><td>UNAVAILABLE</td>" in page
     assert "<td>ensemble_ocr</td><td>1</td><td>UNAVAILABLE</td>" in page

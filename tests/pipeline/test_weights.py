@@ -26,7 +26,7 @@ def test_fetch_is_idempotent_on_the_real_weights(tmp_path, settings):
     paths = weights.fetch_weights(Path(settings.TRITON_MODEL_REPOSITORY), log=lines.append)
     assert [(p.parent.parent.name, p.name) for p in paths] == [
         ("craft", "model.onnx"), ("refinenet", "model.onnx"), ("recognizer", "model.onnx"),
-        ("recognizer", "dict.txt")]
+        ("recognizer", "dict.txt"), ("db", "model.onnx")]
     assert all(line.endswith("present, SHA-256 verified") for line in lines)
     for path in paths:
         recorded = weights.record_path(path).read_text().split()

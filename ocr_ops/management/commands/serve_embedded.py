@@ -24,6 +24,7 @@ from django.core.management.base import BaseCommand, CommandError
 from ocr_contract.settings import HTTP_HOST, HTTP_PORT
 from ocr_embedded.stack import (START_ERRORS, TRITON_GRPC_PORT, TRITON_HTTP_PORT,
                                 TRITON_METRICS_PORT, Stack, engine_cache_dir)
+from ocr_api import detectors
 from ocr_ops import demo
 
 
@@ -109,7 +110,7 @@ class Command(BaseCommand):
             has_admin = get_user_model().objects.filter(is_staff=True, is_active=True).exists()
             self.stdout.write(self.style.SUCCESS(f"\nGateway ready on http://localhost:{port}"))
             self.stdout.write(demo.banner(f"http://localhost:{port}", key, row.expiry_date,
-                                          has_admin))
+                                          has_admin, detectors.choose(triton.metrics_url)))
             self.stdout.flush()
             if stack.gunicorn.process.wait() != 0:
                 raise CommandError(f"gunicorn exited with code "
