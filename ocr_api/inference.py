@@ -59,6 +59,13 @@ def cost_kind(kind: str, parameters: dict) -> str:
     return kind if detector in (None, CRAFT_DETECTOR) else f"{kind}/{detector}"
 
 
+def default_cost_kinds() -> dict[str, str]:
+    """``{page kind: cost kind}`` of a request that names no detector (:func:`cost_kind` with
+    the deployment's detector): what /api/ready and the sync page limit report."""
+    default = {DETECTOR.name: detectors.choose().detector}
+    return {kind: cost_kind(kind, default) for kind in (admission.IMAGE, admission.DOCUMENT)}
+
+
 def infer(image: bytes, parameters: dict, kind: str = admission.IMAGE) -> OcrResult:
     """OCR of one image (or page of ``kind``) by the ensemble of its detector
     (:mod:`ocr_api.detectors`), admitted first (:mod:`ocr_api.admission`) as the current

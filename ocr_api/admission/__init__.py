@@ -294,29 +294,36 @@ class Admission:
 
     # -- documents ------------------------------------------------------------------------
 
-    def sync_page_limit(self, max_pages: int) -> int:
+    def sync_page_limit(self, max_pages: int, document_kind: str = DOCUMENT) -> int:
         """Most pages of a document ``POST /api/ocr`` reads here now: ``max_pages``
         (``OCR_MAX_PAGES``), or fewer where this deployment's measured cost of a document's
         page would not let them finish before the proxy in front gives up. The proxy waits
         :func:`ocr_proxy.config.proxy_read_timeout_s` for the answer, of which a request may
         spend ``TRITON_TIMEOUT_S`` waiting for a gunicorn thread; its pages, read one after
         another, have the rest, each counted at :data:`PAGE_HEADROOM` times the measured
-        average (at least one page: a single page's deadline is its own, admission checks it)."""
-        page_s = page_cost_s(self._with_ledger(lambda ledger: ledger.snapshot(now())), DOCUMENT)
+        average (at least one page: a single page's deadline is its own, admission checks it).
+        ``document_kind``: how the pages are costed (their detector's:
+        :func:`ocr_api.inference.cost_kind`)."""
+        page_s = page_cost_s(self._with_ledger(lambda ledger: ledger.snapshot(now())),
+                             document_kind)
         budget_s = proxy_read_timeout_s(self.budget.deadline_s) - self.budget.deadline_s
         return max(1, min(max_pages, math.floor(budget_s / (PAGE_HEADROOM * page_s))))
 
     # -- readiness ------------------------------------------------------------------------
 
-    def load(self) -> dict:
+    def load(self, costed_as: dict[str, str] | None = None) -> dict:
         """What ``GET /api/ready`` tells about load: ``backlog_s`` (seconds of work ahead of a
         page sent now), ``pages_in_flight`` (next pages of documents included), ``page_s``
         (the expected cost of an image and of a document page), ``limit_s`` and
-        ``saturated`` (an image sent now would be refused)."""
+        ``saturated`` (an image sent now would be refused). ``costed_as``: the cost kind each
+        page kind is measured under (the default detector's:
+        :func:`ocr_api.inference.cost_kind`); default the kinds themselves."""
+        costed_as = costed_as or {IMAGE: IMAGE, DOCUMENT: DOCUMENT}
         moment = now()
         snapshot = self._with_ledger(lambda ledger: ledger.snapshot(moment))
         wait_s = backlog_s(snapshot, moment, self.budget.parallel)
-        page_s = {kind: round(page_cost_s(snapshot, kind), 2) for kind in (IMAGE, DOCUMENT)}
+        page_s = {kind: round(page_cost_s(snapshot, costed_as[kind]), 2)
+                  for kind in (IMAGE, DOCUMENT)}
         return {"backlog_s": round(wait_s, 1), "pages_in_flight": len(snapshot.pages),
                 "page_s": page_s, "limit_s": round(self.budget.limit_s, 1),
                 "saturated": self.enabled and wait_s + page_s[IMAGE] > self.budget.limit_s}

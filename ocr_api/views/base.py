@@ -12,7 +12,7 @@ from rest_framework.authentication import SessionAuthentication
 from rest_framework.parsers import MultiPartParser
 from rest_framework.views import APIView
 
-from .. import admission, audit, errors
+from .. import admission, audit, errors, inference
 from ..authentication import ApiKeyAuthentication
 from ..intake import uploads
 from ..intake.parsers import OctetStreamParser, PdfParser, RawImageParser
@@ -34,9 +34,10 @@ def record_results(record: audit.AuditRecord, results: list[OcrResult]) -> None:
 
 def sync_max_pages() -> int:
     """Most pages of a document the synchronous endpoints read now: ``OCR_MAX_PAGES``, fewer
-    while this deployment's pages take too long for the proxy's deadline
-    (:meth:`ocr_api.admission.Admission.sync_page_limit`)."""
-    return admission.get().sync_page_limit(settings.OCR_MAX_PAGES)
+    while this deployment's pages (those of its default detector) take too long for the
+    proxy's deadline (:meth:`ocr_api.admission.Admission.sync_page_limit`)."""
+    return admission.get().sync_page_limit(settings.OCR_MAX_PAGES,
+                                           inference.default_cost_kinds()[admission.DOCUMENT])
 
 
 def refusal_for_sync(error: errors.ApiError, max_pages: int) -> errors.ApiError:
@@ -48,9 +49,10 @@ def refusal_for_sync(error: errors.ApiError, max_pages: int) -> errors.ApiError:
     if not isinstance(error, errors.TooManyPages) or getattr(error, "link", None):
         return error
     jobs = reverse("jobs")
+    page_s = admission.get().load(inference.default_cost_kinds())["page_s"][admission.DOCUMENT]
     why = "OCR_MAX_PAGES" if max_pages >= settings.OCR_MAX_PAGES else \
         (f"OCR_MAX_PAGES is {settings.OCR_MAX_PAGES}, fewer while a page takes this server "
-         f"{admission.get().load()['page_s'][admission.DOCUMENT]:.0f} s")
+         f"{page_s:.0f} s")
     refusal = errors.TooManyPages(
         f"{error.detail} Send it to POST {jobs}, which reads a document of up to "
         f"{settings.OCR_JOB_MAX_PAGES} pages (the gateway's OCR_JOB_MAX_PAGES) as a job in the "

@@ -8,7 +8,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import admission
+from .. import admission, inference
 from ..inference import get_client
 from ..serializers import error_responses
 
@@ -49,7 +49,7 @@ class ReadyView(APIView):
         body = {"status": "ready" if ready else "unavailable",
                 "model": {"name": client.model, "ready": ready},
                 "replicas": {"ready": replicas_ready, "total": replicas},
-                "load": admission.get().load()}
+                "load": admission.get().load(inference.default_cost_kinds())}
         response = Response(body, status=status.HTTP_200_OK if ready
                             else status.HTTP_503_SERVICE_UNAVAILABLE)
         if not ready:
