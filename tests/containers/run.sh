@@ -261,9 +261,11 @@ say "engine-cache volume, seeded from $ROOT/var/cache/openvino"
 project="$(sed -n 's/^COMPOSE_PROJECT_NAME=//p' deploy/.env)"
 docker volume create --label "com.docker.compose.project=$project" \
     --label com.docker.compose.volume=engine-cache "${project}_engine-cache" >/dev/null
-docker run --rm --network=none --user 10001 --entrypoint cp \
+# OpenVINO writes its blobs readable by their owner only (0440): copied as root, then given to
+# the image's user, as an operator copying a folder in would.
+docker run --rm --network=none --user 0 --entrypoint sh \
     -v "${project}_engine-cache:/tmp/ocr-engine-cache" -v "$ROOT/var/cache/openvino:/seed:ro" \
-    ocr-triton:latest-cpu -r /seed/. /tmp/ocr-engine-cache/
+    ocr-triton:latest-cpu -c 'cp -r /seed/. /tmp/ocr-engine-cache/ && chown -R 10001:10001 /tmp/ocr-engine-cache'
 
 # Step 5: start, and wait until every service is healthy (up -d waits for each gate).
 say "docker-compose up -d"
@@ -277,12 +279,13 @@ API_KEY="$("${COMPOSE[@]}" exec -T gateway python manage.py create_api_key conta
     --owner "make test-containers" --rate-per-minute 600 | sed -n 's/^API key: //p')"
 [ -n "$API_KEY" ] || die "create_api_key printed no key"
 
-# Step 7: the first request, the runbook's curl.
+# Step 7: the first request, the runbook's curl (make serve's: the same fields, so that the
+# answers compare; korean.png's text depends on language=ko where DB detects).
 say "the runbook's curl"
 curl -s "http://localhost:$API_PORT/api/health"; echo
 curl -s "http://localhost:$API_PORT/api/ready"; echo
-curl -s -H "Authorization: Api-Key $API_KEY" \
-     -F image=@tests/data/images/korean.png "http://localhost:$API_PORT/api/ocr" \
+curl -s -H "Authorization: Api-Key $API_KEY" -F image=@tests/data/images/korean.png \
+     -F language=ko "http://localhost:$API_PORT/api/ocr" \
      >"$WORK/stack-answer.json"
 curl -fsS -H "Authorization: Api-Key $API_KEY" "http://localhost:$API_PORT/api/models" \
     >"$WORK/stack-models.json"
