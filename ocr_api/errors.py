@@ -12,6 +12,7 @@ Django, Triton, a bug) into that answer is :mod:`ocr_api.error_handlers`' job.
 
 from __future__ import annotations
 
+from django.urls import reverse
 from rest_framework import exceptions
 
 from ocr_contract.errors import ERROR_CODES
@@ -113,6 +114,17 @@ class DocumentTooComplex(ApiError):
 class TooManyPages(ApiError):
     default_code = "too_many_pages"
     default_detail = "The document has more pages than one request reads."
+
+
+def jobs_link() -> str:
+    """The ``Link`` header value that points a client to ``POST /api/jobs`` (a document over
+    the synchronous page limit, a page too slow for a request's deadline)."""
+    return f'<{reverse("jobs")}>; rel="alternate"'
+
+
+class PageTooSlow(ApiError):
+    default_code = "page_too_slow"
+    default_detail = "The page would take longer to read here than a request may wait."
 
 
 class QuotaExceeded(ApiError):

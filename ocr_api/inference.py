@@ -13,7 +13,7 @@ import threading
 
 from django.conf import settings
 from ocr_contract import limits
-from ocr_contract.parameters import DETECTOR
+from ocr_contract.parameters import DETECTOR, LONG_SIDE
 from ocr_contract.tensors import CRAFT_DETECTOR
 from ocr_inference.client import OcrResult, TritonClient
 from ocr_inference.errors import InferenceError
@@ -59,6 +59,12 @@ def cost_kind(kind: str, parameters: dict) -> str:
     return kind if detector in (None, CRAFT_DETECTOR) else f"{kind}/{detector}"
 
 
+def working_scale(parameters: dict) -> float:
+    """A page's working size read with ``parameters``, in default working sizes' pixels
+    (:func:`ocr_api.admission.policy.working_scale` of an explicit ``long_side``)."""
+    return admission.policy.working_scale(parameters.get(LONG_SIDE.name))
+
+
 def default_cost_kinds() -> dict[str, str]:
     """``{page kind: cost kind}`` of a request that names no detector (:func:`cost_kind` with
     the deployment's detector): what /api/ready and the sync page limit report."""
@@ -72,12 +78,13 @@ def infer(image: bytes, parameters: dict, kind: str = admission.IMAGE) -> OcrRes
     request's caller.
 
     Raises:
-        errors.Overloaded, errors.KeyBusy: see :meth:`ocr_api.admission.Admission.admit`.
+        errors.Overloaded, errors.KeyBusy, errors.PageTooSlow: see
+            :meth:`ocr_api.admission.Admission.admit`.
         errors.ApiError: see :func:`ocr_api.errors.from_inference`.
     """
     parameters = detectors.resolved(parameters)
     admitted = admission.get().admit(admission.current_caller.get(),
-                                     [cost_kind(kind, parameters)])
+                                     [cost_kind(kind, parameters)], [working_scale(parameters)])
     try:
         with admitted.page(0) as call:
             result = get_client().infer(image, parameters, timeout_s=call.timeout_s)
@@ -100,8 +107,8 @@ def infer_job_page(document: Document, index: int, parameters: dict,
     data, extra = page_input(document, index)
     parameters = detectors.resolved(parameters)
     try:
-        with admission.get().job_page(cost_kind(page_kind(document), parameters),
-                                      give_up_s) as call:
+        with admission.get().job_page(cost_kind(page_kind(document), parameters), give_up_s,
+                                      scale=working_scale(parameters)) as call:
             result = get_client().infer(data, {**parameters, **extra},
                                         timeout_s=call.timeout_s
                                         or settings.OCR_JOB_PAGE_TIMEOUT_S)
@@ -132,14 +139,16 @@ def infer_many(items: list[tuple[bytes, dict]], groups: list | None = None,
         because an earlier item of its group (``groups``: the pages of one document) failed.
 
     Raises:
-        errors.Overloaded, errors.KeyBusy: the request is refused; nothing was sent.
+        errors.Overloaded, errors.KeyBusy, errors.PageTooSlow: the request is refused;
+            nothing was sent.
     """
     if not items:
         return []
     items = [(image, detectors.resolved(parameters)) for image, parameters in items]
     admitted = admission.get().admit(admission.current_caller.get(), [
         cost_kind(kind, parameters) for kind, (_, parameters)
-        in zip(kinds or [admission.IMAGE] * len(items), items)])
+        in zip(kinds or [admission.IMAGE] * len(items), items)],
+        [working_scale(parameters) for _, parameters in items])
     return [api_error(outcome) if isinstance(outcome, InferenceError) else outcome
             for outcome in get_client().infer_many(items, concurrent_pages(), groups,
                                                    around=admitted.page)]

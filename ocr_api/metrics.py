@@ -42,7 +42,8 @@ TRITON_ERRORS = Counter("ocr_triton_errors_total", "Triton calls that failed, by
                         "code (inference_unavailable, inference_timeout, ...)", ["code"])
 
 ADMISSION_REFUSALS = Counter("ocr_admission_refusals_total", "Requests refused before "
-                             "inference, by reason (overloaded, key_busy)", ["reason"])
+                             "inference, by reason (overloaded, key_busy, page_too_slow)",
+                             ["reason"])
 ADMISSION_BACKLOG = Gauge("ocr_admission_backlog_seconds", "Estimated seconds of inference "
                           "ahead of a page sent now, at the last admission (scale on it)",
                           multiprocess_mode="mostrecent")

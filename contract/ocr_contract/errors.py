@@ -32,6 +32,9 @@ ERROR_CODES: dict[str, int] = {
     "payload_too_large": 413,
     "image_too_large": 413,
     "too_many_pages": 413,
+    # Admission: a page whose working size (an explicit long_side) would take this machine
+    # longer than a request's deadline; POST /api/jobs reads it.
+    "page_too_slow": 413,
     "unsupported_media_type": 415,
     "rate_limited": 429,
     "quota_exceeded": 429,

@@ -123,10 +123,12 @@ class Admission:
         return work(self.fallback)
 
     def _enter(self, ledger, snapshot: Snapshot, moment: float, caller: str, kind: str,
-               next_follows: bool, deadline_s: float | None = None) -> InFlight:
+               next_follows: bool, deadline_s: float | None = None,
+               scale: float = 1.0) -> InFlight:
         """Write a page (and its request's next one, expected to be sent when it ends) in
-        ``ledger``, with its deadline ``deadline_s`` (default the budget's) from now."""
-        cost_s = page_cost_s(snapshot, kind)
+        ``ledger``, with its deadline ``deadline_s`` (default the budget's) from now, costed
+        at ``scale`` times its kind's cost (:func:`.policy.working_scale`)."""
+        cost_s = page_cost_s(snapshot, kind) * scale
         waited_s = backlog_s(snapshot, moment, self.budget.parallel)
         expires_at = moment + (deadline_s or self.budget.deadline_s)
         tokens = [uuid.uuid4().hex]
@@ -194,12 +196,13 @@ class Admission:
         return left_s
 
     @contextmanager
-    def _in_flight(self, page: InFlight, kind: str):
+    def _in_flight(self, page: InFlight, kind: str, scale: float = 1.0):
         """Around a page's Triton call: its turn first (yields its :class:`Call`: the seconds
         it may take), then take it out of the ledger and measure what its call cost when it
         was answered (not from the response cache: a cached answer costs milliseconds
         whatever the page), or at least cost when it timed out (a page that never finishes
-        in time would otherwise never be measured, and keep its kind's default)."""
+        in time would otherwise never be measured, and keep its kind's default); measured
+        back to the default working size (divided by ``scale``)."""
         measured, started = False, None
         try:
             call = Call(self._take_turn(page))
@@ -217,35 +220,41 @@ class Admission:
                 for token in page.tokens:
                     ledger.remove(token)
                 if measured:
-                    ledger.observe(kind, latency_s)
+                    ledger.observe(kind, latency_s / scale)
 
             self._with_ledger(leave)
 
     # -- synchronous requests -------------------------------------------------------------
 
-    def admit(self, caller: str, kinds: list[str]) -> "Admitted":
-        """Let ``caller``'s request in, its pages of ``kinds`` (in the order sent), or refuse
-        it. The check and the first page's entry are one step under the ledger's lock, so a
-        burst arriving at once is counted page by page.
+    def admit(self, caller: str, kinds: list[str],
+              scales: list[float] | None = None) -> "Admitted":
+        """Let ``caller``'s request in, its pages of ``kinds`` (in the order sent) read at
+        ``scales`` times the default working size's pixels (:func:`.policy.working_scale`;
+        default 1 each), or refuse it. The check and the first page's entry are one step
+        under the ledger's lock, so a burst arriving at once is counted page by page.
 
         Raises:
+            errors.PageTooSlow: the first page's working size would take longer than the
+                deadline's share even alone (413, no ``Retry-After``: ``POST /api/jobs``
+                reads it).
             errors.Overloaded: Triton's backlog and the first page do not fit in the
                 deadline's share (503, ``Retry-After``); a document is told that
                 ``POST /api/jobs`` waits.
             errors.KeyBusy: other callers are active and ``caller`` holds its share (429,
                 ``Retry-After``).
         """
+        scales = scales or [1.0] * len(kinds)
         if not self.enabled:
-            return Admitted(self, caller, kinds, None)
+            return Admitted(self, caller, kinds, None, scales)
 
         def check_and_enter(ledger) -> InFlight | Refusal:
             with ledger.locked():
                 moment = now()
                 snapshot = ledger.snapshot(moment)
-                refusal = decide(snapshot, caller, moment, self.budget, kinds[0])
+                refusal = decide(snapshot, caller, moment, self.budget, kinds[0], scales[0])
                 if refusal is None:
                     return self._enter(ledger, snapshot, moment, caller, kinds[0],
-                                       len(kinds) > 1)
+                                       len(kinds) > 1, scale=scales[0])
                 if refusal.code == "overloaded":
                     # The caller holds its share while it waits, so the callers already in
                     # do not take all the room that frees up meanwhile.
@@ -256,13 +265,13 @@ class Admission:
         outcome = self._with_ledger(check_and_enter)
         if isinstance(outcome, Refusal):
             metrics.ADMISSION_REFUSALS.labels(outcome.code).inc()
-            raise refused(outcome, kinds)
-        return Admitted(self, caller, kinds, outcome)
+            raise refused(outcome, kinds, self.budget)
+        return Admitted(self, caller, kinds, outcome, scales)
 
     # -- job pages ------------------------------------------------------------------------
 
     @contextmanager
-    def job_page(self, kind: str, give_up_s: float, poll_s: float = 0.5):
+    def job_page(self, kind: str, give_up_s: float, poll_s: float = 0.5, scale: float = 1.0):
         """A job's page in the ledger while in flight (as the caller :data:`JOBS`), admitted
         once the backlog and the page itself fit in half the deadline's share, or nothing is
         in flight, so that it leaves synchronous requests room (its network and its rendering
@@ -270,7 +279,8 @@ class Admission:
         (jobs always progress). Never refused. Its deadline is a job page's
         (:attr:`~.policy.Budget.job_deadline_s`, from admission), not a request's; the
         context yields its :class:`Call` (the seconds it may take; None when admission is
-        off), to be told whether the answer was cached."""
+        off), to be told whether the answer was cached. ``scale``: its working size's pixels
+        over the default's (:func:`.policy.working_scale`)."""
         if not self.enabled:
             yield Call()
             return
@@ -282,14 +292,15 @@ class Admission:
                 snapshot = ledger.snapshot(moment)
                 ahead_s = backlog_s(snapshot, moment, self.budget.parallel)
                 if (snapshot.entries and time.monotonic() - started < give_up_s
-                        and ahead_s + page_cost_s(snapshot, kind) > self.budget.limit_s / 2):
+                        and ahead_s + page_cost_s(snapshot, kind) * scale
+                        > self.budget.limit_s / 2):
                     return None
                 return self._enter(ledger, snapshot, moment, JOBS, kind, False,
-                                   self.budget.job_deadline_s)
+                                   self.budget.job_deadline_s, scale)
 
         while (page := self._with_ledger(enter_if_room)) is None:
             time.sleep(poll_s)
-        with self._in_flight(page, kind) as call:
+        with self._in_flight(page, kind, scale) as call:
             yield call
 
     # -- documents ------------------------------------------------------------------------
@@ -333,8 +344,10 @@ class Admitted:
     """A request let in by :meth:`Admission.admit`: its pages are written in the ledger while
     they are in flight (:meth:`page`), the first from the moment it was admitted."""
 
-    def __init__(self, gate: Admission, caller: str, kinds: list[str], first: InFlight | None):
+    def __init__(self, gate: Admission, caller: str, kinds: list[str], first: InFlight | None,
+                 scales: list[float] | None = None):
         self.gate, self.caller, self.kinds, self.first = gate, caller, kinds, first
+        self.scales = scales or [1.0] * len(kinds)
 
     @contextmanager
     def page(self, index: int):
@@ -347,21 +360,32 @@ class Admitted:
             yield Call()
             return
         kind, next_follows = self.kinds[index], index + 1 < len(self.kinds)
+        scale = self.scales[index]
         if index == 0 and self.first is not None:
             page, self.first = self.first, None
         else:
             def enter(ledger) -> InFlight:
                 moment = now()
                 return self.gate._enter(ledger, ledger.snapshot(moment), moment, self.caller,
-                                        kind, next_follows)
+                                        kind, next_follows, scale=scale)
             page = self.gate._with_ledger(enter)
-        with self.gate._in_flight(page, kind) as call:
+        with self.gate._in_flight(page, kind, scale) as call:
             yield call
 
 
-def refused(refusal: Refusal, kinds: list[str]) -> errors.ApiError:
+def refused(refusal: Refusal, kinds: list[str], budget: Budget) -> errors.ApiError:
     """The API error of a refusal (``kinds``: of the request's pages; a document's refusal
-    points to jobs)."""
+    points to jobs, as a page too slow for any request's deadline does, in its message and its
+    ``Link`` header)."""
+    if refusal.code == "page_too_slow":
+        error = errors.PageTooSlow(
+            f"At the working size asked (long_side) this page would take about "
+            f"{refusal.page_s:.0f} s to read on this server, more than the "
+            f"{budget.limit_s:.0f} s a request may take. Send it to POST /api/jobs, "
+            f"which gives a page {budget.job_deadline_s:.0f} s (OCR_JOB_PAGE_TIMEOUT_S), or ask "
+            f"a smaller long_side.", field="long_side")
+        error.link = errors.jobs_link()
+        return error
     if refusal.code == "key_busy":
         return errors.KeyBusy(
             f"This key already has its share of the pages being read while others wait; "

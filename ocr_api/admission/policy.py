@@ -8,6 +8,14 @@ of its ``TRITON_TIMEOUT_S`` deadline that ``OCR_ADMISSION_PERCENT`` allows (the 
 estimate's margin). Otherwise the request is refused at once (503 ``overloaded``) rather than
 sent to time out after its deadline.
 
+A page read at a larger working size than the default (an explicit ``long_side`` over 1280)
+costs its kind's measured cost times :func:`working_scale`: the detector's cost follows its input's
+pixels, and such a page is detected once (the small-print rule does not apply to it). Its time
+is measured back to the default size's, so the kind's cost stays one figure. A synchronous
+page whose cost so scaled would not fit in ``limit_s`` even alone is refused at once
+(``page_too_slow``, pointing to ``POST /api/jobs``), not sent to time out; at the default size
+a page is always sent when nothing is in flight (its cost is measured again only when read).
+
 Between callers (API keys; anonymous and staff traffic are callers too): when several have
 pages in flight or were refused a moment ago, each may hold at most an equal share of the
 pages that fit in ``limit_s`` (429 ``key_busy`` beyond it), so one key's burst leaves room for
@@ -20,6 +28,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+from ocr_contract.parameters import LONG_SIDE
 
 from .ledger import Snapshot
 
@@ -61,15 +71,18 @@ class Refusal:
     """Why a page is not sent now.
 
     Attributes:
-        code: ``overloaded`` (Triton's backlog is full) or ``key_busy`` (the caller holds its
-            share).
-        retry_after_s: whole seconds after which the same request would likely be admitted.
+        code: ``overloaded`` (Triton's backlog is full), ``key_busy`` (the caller holds its
+            share) or ``page_too_slow`` (the page alone would not fit).
+        retry_after_s: whole seconds after which the same request would likely be admitted
+            (0 for ``page_too_slow``: it would not be, later either).
         backlog_s: the estimated wait it was refused with, seconds.
+        page_s: the page's own expected cost, seconds.
     """
 
     code: str
     retry_after_s: int
     backlog_s: float
+    page_s: float = 0.0
 
 
 def page_cost_s(snapshot: Snapshot, kind: str) -> float:
@@ -78,6 +91,15 @@ def page_cost_s(snapshot: Snapshot, kind: str) -> float:
     (``image/db``: :func:`ocr_api.inference.cost_kind`), measured apart; unmeasured, it costs
     its page kind's default."""
     return snapshot.page_s.get(kind, DEFAULT_PAGE_S[kind.split("/")[0]])
+
+
+def working_scale(long_side: int | None) -> float:
+    """How many times the default working size's pixels a page is detected at, for its cost:
+    ``(long_side / LONG_SIDE.default) ** 2`` for an explicit ``long_side`` (pixels) over the
+    default (:data:`ocr_contract.parameters.LONG_SIDE`), else 1. Never under 1: a smaller
+    page's detection costs less, but its decoding and reading do not (``long_side=64`` pages
+    of a dense scan took 0.1 s each, not 1/400 of a default page's 4 s)."""
+    return 1.0 if long_side is None else max(1.0, (long_side / LONG_SIDE.default) ** 2)
 
 
 def backlog_s(snapshot: Snapshot, now: float, parallel: int) -> float:
@@ -100,18 +122,23 @@ def has_turn(snapshot: Snapshot, token: str, parallel: int) -> bool:
 
 
 def decide(snapshot: Snapshot, caller: str, now: float, budget: Budget,
-           kind: str = IMAGE) -> Refusal | None:
-    """Whether ``caller`` may send a page of ``kind`` now: None, or why not.
+           kind: str = IMAGE, scale: float = 1.0) -> Refusal | None:
+    """Whether ``caller`` may send a page of ``kind`` read at ``scale`` times the default
+    working size's pixels (:func:`working_scale`) now: None, or why not.
 
-    Refused with ``overloaded`` when the backlog and the page do not fit in
+    Refused with ``page_too_slow`` when a page at a larger working size would not fit in
+    :attr:`Budget.limit_s` even alone. Refused with ``overloaded`` when the backlog and the
+    page do not fit in
     :attr:`Budget.limit_s` (``Retry-After``: until they would) and something is in flight
     (a page that alone takes longer is sent: refusing it would not help); with ``key_busy``
     when other
     callers are active (in flight, or refused and holding their share) and ``caller`` already
     has its equal share of the pages that fit in flight (``Retry-After``: one page's time).
     """
-    page_s = page_cost_s(snapshot, kind)
+    page_s = page_cost_s(snapshot, kind) * scale
     wait_s = backlog_s(snapshot, now, budget.parallel)
+    if scale > 1 and page_s > budget.limit_s:
+        return Refusal("page_too_slow", 0, wait_s, page_s)
     over_s = wait_s + page_s - budget.limit_s
     if over_s > 0 and snapshot.entries:      # alone, waiting would not make it faster
         return Refusal("overloaded", max(1, math.ceil(over_s)), wait_s)

@@ -59,13 +59,10 @@ def refusal_for_sync(error: errors.ApiError, max_pages: int) -> errors.ApiError:
         f"background, or here in parts of up to {max_pages} page{'s' * (max_pages != 1)} "
         f"({why}).",
         field=error.field)
-    refusal.link = jobs_link()
+    refusal.link = errors.jobs_link()
     return refusal
 
 
-def jobs_link() -> str:
-    """The ``Link`` header value that points a client to ``POST /api/jobs``."""
-    return f'<{reverse("jobs")}>; rel="alternate"'
 
 
 class OcrEndpoint(APIView):

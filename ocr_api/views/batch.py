@@ -16,7 +16,7 @@ from ..answer import build_answer
 from ..intake import documents, uploads
 from ..serializers import (ErrorDetailSerializer, ModelSerializer, OcrAnswerSerializer,
                            OcrParametersSerializer, error_responses, jobs_link_header)
-from .base import (OcrEndpoint, jobs_link, record_results, refusal_for_sync,
+from .base import (OcrEndpoint, record_results, refusal_for_sync,
                    sync_max_pages)
 
 
@@ -144,7 +144,7 @@ class OcrBatchView(OcrEndpoint):
         response = Response({"request_id": request.request_id, "results": results,
                              "timing_ms": {"total": self.recorder.elapsed_ms()}})
         if any(isinstance(item, errors.TooManyPages) for item in self.opened(request)):
-            response["Link"] = jobs_link()      # as POST /api/ocr's 413 has it
+            response["Link"] = errors.jobs_link()      # as POST /api/ocr's 413 has it
         return response
 
     @staticmethod

@@ -18,6 +18,7 @@ from PIL import Image, ImageDraw
 from ocr_api import admission
 from ocr_api.admission.ledger import LocalLedger
 from ocr_api.intake import documents
+from ocr_api.models import OcrRequest
 from ocr_contract.tensors import PAGE
 from ocr_inference.client import TritonClient
 from tests.helpers import DATA, IMAGES, blank_pdf
@@ -242,3 +243,29 @@ def test_a_job_over_its_own_limit_is_not_sent_to_jobs(api_client, settings):
     message = response.json()["error"]["message"]
     assert message == "The document has 3 pages; this endpoint reads at most 2."
     assert not response.has_header("Link")
+
+
+def test_a_page_too_slow_at_the_size_asked_is_refused_at_once_and_sent_to_jobs(
+        api_client, live_triton, settings, watch, monkeypatch):
+    """Where a photo is measured at 7 s (a 2-core AVX2 server's CRAFT; this process's own
+    ledger, fresh), ``long_side=2560`` is 4 times its pixels, 28 s: more than the 24 s a
+    request may take at a 30-s deadline, refused before anything is sent; 1600 (11 s) is
+    read."""
+    settings.TRITON_TIMEOUT_S, settings.OCR_BROKER_URL = 30.0, ""
+    monkeypatch.setitem(admission._ledgers, "", LocalLedger())
+    admission.get().ledger.observe(admission.IMAGE, 7.0)
+    photo = (IMAGES / "english.png").read_bytes()
+    started = time.monotonic()
+    response = api_client.post("/api/ocr?long_side=2560", photo, content_type="image/png")
+    elapsed = time.monotonic() - started
+    error = response.json()["error"]
+    assert (response.status_code, error["code"], error["field"]) == (
+        413, "page_too_slow", "long_side")
+    assert "about 28 s" in error["message"] and "POST /api/jobs" in error["message"]
+    assert response["Link"] == JOBS_LINK and not response.has_header("Retry-After")
+    assert watch.calls == [] and elapsed < 5.0
+    row = OcrRequest.objects.get(request_id=response.json()["request_id"])
+    assert (row.http_status, row.error_code) == (413, "page_too_slow")
+    read = api_client.post("/api/ocr?long_side=1600&recognize=false", photo,
+                           content_type="image/png")
+    assert read.status_code == 200 and len(watch.calls) == 1

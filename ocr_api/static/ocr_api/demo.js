@@ -1,7 +1,8 @@
 /* OCR demo page: send one image or PDF to POST /api/ocr, draw the boxes and their text over it
  * (a document's pages one below the other), show the whole text ready to copy, and download the
  * answer as text, hOCR or a searchable PDF (the same upload sent again with ?format=).
- * A document over the synchronous page limit (413 too_many_pages) is sent again as a job
+ * A document over the synchronous page limit (413 too_many_pages), or a page too slow at the
+ * working size asked (413 page_too_slow), is sent again as a job
  * (POST /api/jobs): a progress bar follows it (GET /api/jobs/<id>, as often as Retry-After
  * says), a button cancels it, and its result is fetched part by part (the "next" links) and
  * shown like a document; downloads then come from the job's result.
@@ -32,6 +33,7 @@
     document_empty: "The PDF has no pages.",
     document_too_complex: "A page of the PDF takes too long to draw.",
     too_many_pages: "The document has more pages than the demo reads at once.",
+    page_too_slow: "At this working size the page takes this server too long to read at once.",
     image_too_small: "The image is too small to hold readable text.",
     not_authenticated: "An API key is needed: paste one above, or sign in to the admin as staff.",
     authentication_failed: "The API key was not accepted: it is unknown, revoked or expired.",
@@ -261,7 +263,8 @@
       .then(function (answer) {
         var roundTripMs = performance.now() - started;
         if (answer.response.status === 413 && answer.data && answer.data.error &&
-            answer.data.error.code === "too_many_pages") {
+            (answer.data.error.code === "too_many_pages" ||
+             answer.data.error.code === "page_too_slow")) {
           return runJob(answer.data.error.message);
         }
         setBusy(false, "");
