@@ -143,13 +143,16 @@ SINGLE_UPLOAD_REQUEST = {
 }
 
 
-def jobs_link_header(status: int) -> OpenApiParameter:
+def jobs_link_header(*statuses: int) -> OpenApiParameter:
     """The ``Link: </api/jobs>; rel="alternate"`` response header of a ``too_many_pages``
-    refusal (:func:`ocr_api.views.base.refusal_for_sync`), documented on the response with
-    ``status`` (413 for ``POST /api/ocr``, 200 for a batch with such an item)."""
-    return OpenApiParameter("Link", str, OpenApiParameter.HEADER, response=[status],
-                            description='With `too_many_pages`: `</api/jobs>; '
-                                        'rel="alternate"`, where a longer document goes.')
+    refusal (:func:`ocr_api.views.base.refusal_for_sync`) or a ``page_too_slow`` one
+    (:func:`ocr_api.admission.refused`), documented on the responses with ``statuses`` (413
+    for ``POST /api/ocr``; for a batch 200 with a ``too_many_pages`` item, 413 for a
+    ``page_too_slow`` one)."""
+    return OpenApiParameter("Link", str, OpenApiParameter.HEADER, response=list(statuses),
+                            description='With `too_many_pages` or `page_too_slow`: '
+                                        '`</api/jobs>; rel="alternate"`, where a longer '
+                                        'document or a slower page goes.')
 
 
 def error_responses(*statuses: int, notes: dict[int, str] | None = None) -> dict:

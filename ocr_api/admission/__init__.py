@@ -42,7 +42,8 @@ from redis.exceptions import RedisError
 
 from .. import errors, metrics
 from .ledger import RENEW_S, Entry, LocalLedger, RedisLedger, Snapshot, now
-from .policy import DOCUMENT, IMAGE, Budget, Refusal, backlog_s, decide, has_turn, page_cost_s
+from .policy import (DOCUMENT, IMAGE, Budget, Refusal, backlog_s, decide, has_turn, page_cost_s,
+                     too_slow)
 
 logger = logging.getLogger(__name__)
 
@@ -201,8 +202,8 @@ class Admission:
         it may take), then take it out of the ledger and measure what its call cost when it
         was answered (not from the response cache: a cached answer costs milliseconds
         whatever the page), or at least cost when it timed out (a page that never finishes
-        in time would otherwise never be measured, and keep its kind's default); measured
-        back to the default working size (divided by ``scale``)."""
+        in time would otherwise never be measured, and keep its kind's default); a page at a
+        larger working size (``scale`` over 1) is not measured: its time is not the kind's."""
         measured, started = False, None
         try:
             call = Call(self._take_turn(page))
@@ -219,8 +220,8 @@ class Admission:
             def leave(ledger):
                 for token in page.tokens:
                     ledger.remove(token)
-                if measured:
-                    ledger.observe(kind, latency_s / scale)
+                if measured and scale == 1.0:
+                    ledger.observe(kind, latency_s)
 
             self._with_ledger(leave)
 
@@ -234,9 +235,9 @@ class Admission:
         under the ledger's lock, so a burst arriving at once is counted page by page.
 
         Raises:
-            errors.PageTooSlow: the first page's working size would take longer than the
-                deadline's share even alone (413, no ``Retry-After``: ``POST /api/jobs``
-                reads it).
+            errors.PageTooSlow: a page's working size would take longer than the deadline's
+                share even alone (:func:`.policy.too_slow`; 413, no ``Retry-After``:
+                ``POST /api/jobs`` reads it).
             errors.Overloaded: Triton's backlog and the first page do not fit in the
                 deadline's share (503, ``Retry-After``); a document is told that
                 ``POST /api/jobs`` waits.
@@ -251,7 +252,9 @@ class Admission:
             with ledger.locked():
                 moment = now()
                 snapshot = ledger.snapshot(moment)
-                refusal = decide(snapshot, caller, moment, self.budget, kinds[0], scales[0])
+                refusal = (too_slow(snapshot, self.budget, kinds, scales)
+                           or decide(snapshot, caller, moment, self.budget, kinds[0],
+                                     scales[0]))
                 if refusal is None:
                     return self._enter(ledger, snapshot, moment, caller, kinds[0],
                                        len(kinds) > 1, scale=scales[0])
@@ -259,7 +262,7 @@ class Admission:
                     # The caller holds its share while it waits, so the callers already in
                     # do not take all the room that frees up meanwhile.
                     ledger.hold_share(caller, moment + refusal.retry_after_s
-                                      + page_cost_s(snapshot, kinds[0]))
+                                      + page_cost_s(snapshot, kinds[0]) * scales[0])
                 return refusal
 
         outcome = self._with_ledger(check_and_enter)

@@ -9,12 +9,13 @@ estimate's margin). Otherwise the request is refused at once (503 ``overloaded``
 sent to time out after its deadline.
 
 A page read at a larger working size than the default (an explicit ``long_side`` over 1280)
-costs its kind's measured cost times :func:`working_scale`: the detector's cost follows its input's
-pixels, and such a page is detected once (the small-print rule does not apply to it). Its time
-is measured back to the default size's, so the kind's cost stays one figure. A synchronous
-page whose cost so scaled would not fit in ``limit_s`` even alone is refused at once
-(``page_too_slow``, pointing to ``POST /api/jobs``), not sent to time out; at the default size
-a page is always sent when nothing is in flight (its cost is measured again only when read).
+costs at most its kind's measured cost times :func:`working_scale` (the detector's cost follows
+its input's pixels; decoding and reading do not grow so, and the small-print rule's second
+detection does not apply to it), and is not measured: the kind's cost is the default size's.
+A synchronous request with a page whose cost so scaled would not fit in ``limit_s`` even alone
+is refused at once (:func:`too_slow`: ``page_too_slow``, pointing to ``POST /api/jobs``), not
+sent to time out; at the default size a page is always sent when nothing is in flight (its
+cost is measured again only when read).
 
 Between callers (API keys; anonymous and staff traffic are callers too): when several have
 pages in flight or were refused a moment ago, each may hold at most an equal share of the
@@ -121,14 +122,25 @@ def has_turn(snapshot: Snapshot, token: str, parallel: int) -> bool:
     return ahead < max(1, parallel)
 
 
+def too_slow(snapshot: Snapshot, budget: Budget, kinds: list[str],
+             scales: list[float]) -> Refusal | None:
+    """``page_too_slow`` when a page of a request (of ``kinds``, read at ``scales`` times the
+    default working size's pixels: :func:`working_scale`) at a larger working size would not
+    fit in :attr:`Budget.limit_s` even alone (its ``page_s``: the slowest such page's cost,
+    seconds); else None."""
+    slowest = max((page_cost_s(snapshot, kind) * scale
+                   for kind, scale in zip(kinds, scales) if scale > 1), default=0.0)
+    if slowest > budget.limit_s:
+        return Refusal("page_too_slow", 0, 0.0, slowest)
+    return None
+
+
 def decide(snapshot: Snapshot, caller: str, now: float, budget: Budget,
            kind: str = IMAGE, scale: float = 1.0) -> Refusal | None:
     """Whether ``caller`` may send a page of ``kind`` read at ``scale`` times the default
     working size's pixels (:func:`working_scale`) now: None, or why not.
 
-    Refused with ``page_too_slow`` when a page at a larger working size would not fit in
-    :attr:`Budget.limit_s` even alone. Refused with ``overloaded`` when the backlog and the
-    page do not fit in
+    Refused with ``overloaded`` when the backlog and the page do not fit in
     :attr:`Budget.limit_s` (``Retry-After``: until they would) and something is in flight
     (a page that alone takes longer is sent: refusing it would not help); with ``key_busy``
     when other
@@ -137,8 +149,6 @@ def decide(snapshot: Snapshot, caller: str, now: float, budget: Budget,
     """
     page_s = page_cost_s(snapshot, kind) * scale
     wait_s = backlog_s(snapshot, now, budget.parallel)
-    if scale > 1 and page_s > budget.limit_s:
-        return Refusal("page_too_slow", 0, wait_s, page_s)
     over_s = wait_s + page_s - budget.limit_s
     if over_s > 0 and snapshot.entries:      # alone, waiting would not make it faster
         return Refusal("overloaded", max(1, math.ceil(over_s)), wait_s)

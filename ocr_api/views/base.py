@@ -63,8 +63,6 @@ def refusal_for_sync(error: errors.ApiError, max_pages: int) -> errors.ApiError:
     return refusal
 
 
-
-
 class OcrEndpoint(APIView):
     """Base view of the OCR endpoints.
 

@@ -105,7 +105,7 @@ class OcrBatchView(OcrEndpoint):
             "(its own `status` and `error`). A document over OCR_MAX_PAGES pages is an item "
             "413 `too_many_pages` whose message names `POST /api/jobs`; the response then has "
             "`Link: </api/jobs>; rel=\"alternate\"`."),
-        parameters=[OcrParametersSerializer, jobs_link_header(200)],
+        parameters=[OcrParametersSerializer, jobs_link_header(200, 413)],
         request={"multipart/form-data": {"type": "object", "properties": {
             "images": {"type": "array", "items": {"type": "string", "format": "binary"}}},
             "required": ["images"]}},

@@ -13,7 +13,7 @@ from ocr_api import admission, errors
 from ocr_inference.errors import InferenceFailed, InferenceTimeout
 from ocr_api.admission.ledger import LEASE_S, Entry, LocalLedger, Snapshot
 from ocr_api.admission.policy import (DEFAULT_PAGE_S, DOCUMENT, IMAGE, Budget, backlog_s,
-                                      decide, has_turn, working_scale)
+                                      decide, has_turn, too_slow, working_scale)
 
 BUDGET = Budget(deadline_s=30.0, percent=80, parallel=1)      # limit 24 s
 
@@ -277,12 +277,17 @@ def test_a_page_that_timed_out_is_measured_and_a_failure_is_not():
 def test_a_larger_working_size_costs_its_pixels_and_alone_too_slow_is_refused_to_jobs():
     assert working_scale(None) == 1.0
     assert working_scale(2560) == 4.0 and working_scale(1280) == working_scale(640) == 1.0
-    measured = snap([], page_s={IMAGE: 7.0})                 # a photo on a 2-core AVX2 server
+    costs = {IMAGE: 7.0, DOCUMENT: 5.0}          # a photo on a 2-core AVX2 server; a page
+    measured = snap([], page_s=costs)
     # At 1600 px (1.5625 x 7 = 10.9 s) it fits; at 2560 (28 s) it would not, even alone.
+    assert too_slow(measured, BUDGET, [IMAGE], [working_scale(1600)]) is None
     assert decide(measured, "a", 100.0, BUDGET, IMAGE, working_scale(1600)) is None
-    refusal = decide(measured, "a", 100.0, BUDGET, IMAGE, working_scale(2560))
+    refusal = too_slow(measured, BUDGET, [IMAGE], [working_scale(2560)])
     assert (refusal.code, refusal.retry_after_s, refusal.page_s) == ("page_too_slow", 0, 28.0)
+    # Any page of the request counts, not only the first: a page (5 s) then a photo, at 2560.
+    assert too_slow(measured, BUDGET, [DOCUMENT, IMAGE], [4.0, 4.0]).page_s == 28.0
     # At the default size a page alone is always sent (its cost is measured only when read).
+    assert too_slow(snap([], page_s={IMAGE: 28.0}), BUDGET, [IMAGE], [1.0]) is None
     assert decide(snap([], page_s={IMAGE: 28.0}), "a", 100.0, BUDGET, IMAGE) is None
     # Its scaled cost counts in the backlog check too: 10 s ahead + 10.9 s fits, + 17.5 not.
     ahead = snap([entry("b", 10.0, 100.0)], page_s={IMAGE: 7.0})
@@ -290,7 +295,7 @@ def test_a_larger_working_size_costs_its_pixels_and_alone_too_slow_is_refused_to
     assert decide(ahead, "a", 100.0, BUDGET, IMAGE, working_scale(2024)).code == "overloaded"
 
 
-def test_a_page_too_slow_is_a_413_to_jobs_and_a_larger_page_is_measured_back():
+def test_a_page_too_slow_is_a_413_to_jobs_and_a_larger_page_is_not_the_kinds_cost():
     gate = admission.Admission(LocalLedger(), BUDGET)
     gate.ledger.observe(IMAGE, 7.0)
     with pytest.raises(errors.PageTooSlow) as refusal:
@@ -301,14 +306,17 @@ def test_a_page_too_slow_is_a_413_to_jobs_and_a_larger_page_is_measured_back():
         refusal.value.detail)
     assert refusal.value.link == '</api/jobs>; rel="alternate"'
     assert gate.ledger.snapshot(time.time()).entries == []            # nothing written
-    # Admitted at 1.5625 x: written at its scaled cost, measured back to the default size.
+    # Admitted at 1.5625 x: written at its scaled cost, and not measured (its decoding and
+    # reading do not scale with its pixels: its time says nothing of a default-size page).
     admitted = gate.admit("a", [IMAGE], [1.5625])
     assert [e.cost_s for e in gate.ledger.snapshot(time.time()).entries] == [10.9375]
     with admitted.page(0):
-        time.sleep(0.3)
-    sample_s = gate.ledger.snapshot(time.time()).page_s[IMAGE] - 0.8 * 7.0
-    assert 0.2 * 0.3 / 1.5625 <= sample_s < 0.2 * 0.5 / 1.5625
+        time.sleep(0.1)
+    assert gate.ledger.snapshot(time.time()).page_s[IMAGE] == 7.0
+    # A batch whose second page is the slow one is refused before anything is written.
+    with pytest.raises(errors.PageTooSlow):
+        gate.admit("a", [IMAGE, IMAGE], [1.0, 4.0])
+    assert gate.ledger.snapshot(time.time()).entries == []
     # A job's page at 4 x is never refused: it waits for room, with the same costing.
     with gate.job_page(IMAGE, give_up_s=0.0, scale=4.0):
-        assert [e.cost_s for e in gate.ledger.snapshot(time.time()).entries] == [
-            pytest.approx(4 * gate.ledger.snapshot(time.time()).page_s[IMAGE])]
+        assert [e.cost_s for e in gate.ledger.snapshot(time.time()).entries] == [28.0]
