@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ocr_contract.parameters import DETECTOR
-from ocr_contract.tensors import CRAFT_DETECTOR, DB_DETECTOR
+from ocr_contract.tensors import CRAFT_DETECTOR, DB_DETECTOR, DETECTOR_ENSEMBLES
 from ocr_inference.client import OcrResult, TritonClient
 from ocr_pipeline.evaluation import DetectionScore, load_mmocr_textdet, score_image
 from ocr_pipeline.text_evaluation import TextScore, load_text_truth, score_text
@@ -43,7 +43,7 @@ from .report import publish
 from .words import DATA, REPOSITORY, RESULTS, serve
 
 ROOT = Path(__file__).resolve().parent.parent
-DETECTORS = (CRAFT_DETECTOR, DB_DETECTOR)
+DETECTORS = tuple(DETECTOR_ENSEMBLES)
 #: Where ``--record`` writes the agreement ``ocr_api.detectors`` reads.
 RECORD = ROOT / "ocr_api" / "detector_agreement.json"
 _IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png"}

@@ -42,7 +42,7 @@ import tritonclient.grpc as grpcclient
 from ocr_api.detectors import Choice, decide
 from ocr_contract.limits import PDF_DPI
 from ocr_contract.parameters import DETECTOR
-from ocr_contract.tensors import CRAFT_DETECTOR, DB_DETECTOR
+from ocr_contract.tensors import DETECTOR_ENSEMBLES
 from ocr_inference.client import TritonClient
 from ocr_inference.triton_metrics import engine_info
 from ocr_pipeline.text_evaluation import load_text_truth, score_text
@@ -63,7 +63,7 @@ UPRIGHT, TURNED = f"linn.pdf page, {DPI} dpi", "the same page turned 90°"
 MODELS = ("preprocess", "craft", "refinenet", "postprocess", "db", "db_postprocess",
           "recognize", "recognizer", "tesseract")
 #: The detectors measured, each through its own ensemble.
-DETECTORS = (CRAFT_DETECTOR, DB_DETECTOR)
+DETECTORS = tuple(DETECTOR_ENSEMBLES)
 
 
 def peer_python(venv: Path = PEER_VENV) -> Path:

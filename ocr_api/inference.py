@@ -110,8 +110,7 @@ def infer_job_page(document: Document, index: int, parameters: dict,
         with admission.get().job_page(cost_kind(page_kind(document), parameters), give_up_s,
                                       scale=working_scale(parameters)) as call:
             result = get_client().infer(data, {**parameters, **extra},
-                                        timeout_s=call.timeout_s
-                                        or settings.OCR_JOB_PAGE_TIMEOUT_S)
+                                        timeout_s=call.timeout_s)
             call.cached = result.cached
             return result
     except InferenceError as error:

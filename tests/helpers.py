@@ -55,8 +55,9 @@ def running_triton(tmp_path_factory, name: str, repository: Path | None = None,
     repository = Path(repository or django_settings.TRITON_MODEL_REPOSITORY)
     if not warmups:
         if repository == Path(django_settings.TRITON_MODEL_REPOSITORY):
-            repository = copy_repository(folder / "repository")
-        trim_warmups(repository)      # a copy: this checkout's or the test's own
+            repository = trimmed_repository(folder / "repository")
+        else:
+            trim_warmups(repository)      # the test's own copy
     if not any(ENGINE_CACHE.glob("*")):
         # Past pytest's capture: otherwise the first run is minutes of silence.
         sys.__stderr__.write(f"\nFirst test Triton: compiling the networks and timing their "

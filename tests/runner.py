@@ -68,12 +68,7 @@ def run(arguments: list[str]) -> int:
         pytest = subprocess.Popen([sys.executable, "-m", "pytest", *arguments],
                                   env={**os.environ, GROUPS_FILE: str(registry)},
                                   start_new_session=True)
-        while True:
-            try:
-                status = pytest.wait()
-                break
-            except InterruptedError:
-                continue
+        status = pytest.wait()      # retried on EINTR by Python itself (PEP 475)
     finally:
         sessions = recorded_sessions(registry) | ({pytest.pid} if pytest else set())
         # Helpers that end when pytest does (multiprocessing's resource tracker and fork

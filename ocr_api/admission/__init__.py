@@ -78,11 +78,10 @@ def caller_of(request) -> str:
 
 @dataclass
 class InFlight:
-    """A page written in the ledger: its entry's token (and its request's next page's), the
-    wait it was admitted into (estimated), seconds, and its deadline (epoch s)."""
+    """A page written in the ledger: its entry's token (and its request's next page's), and its
+    deadline (epoch s)."""
 
     tokens: list[str]
-    waited_s: float
     expires_at: float
 
 
@@ -143,7 +142,7 @@ class Admission:
         metrics.ADMISSION_WAIT.observe(waited_s)
         metrics.ADMISSION_BACKLOG.set(waited_s)
         metrics.ADMISSION_PAGES.set(len(snapshot.pages) + len(tokens))
-        return InFlight(tokens, waited_s, expires_at)
+        return InFlight(tokens, expires_at)
 
     def _hold(self, token: str) -> None:
         """Keep ``token``'s lease renewed (:mod:`.ledger`) until :meth:`_release`, by a thread
@@ -281,11 +280,11 @@ class Admission:
         take cores from theirs, too); after ``give_up_s`` seconds of waiting it goes anyway
         (jobs always progress). Never refused. Its deadline is a job page's
         (:attr:`~.policy.Budget.job_deadline_s`, from admission), not a request's; the
-        context yields its :class:`Call` (the seconds it may take; None when admission is
-        off), to be told whether the answer was cached. ``scale``: its working size's pixels
-        over the default's (:func:`.policy.working_scale`)."""
+        context yields its :class:`Call` (the seconds it may take: the whole job page deadline
+        when admission is off), to be told whether the answer was cached. ``scale``: its
+        working size's pixels over the default's (:func:`.policy.working_scale`)."""
         if not self.enabled:
-            yield Call()
+            yield Call(self.budget.job_deadline_s)
             return
         started = time.monotonic()
 
@@ -294,7 +293,7 @@ class Admission:
                 moment = now()
                 snapshot = ledger.snapshot(moment)
                 ahead_s = backlog_s(snapshot, moment, self.budget.parallel)
-                if (snapshot.entries and time.monotonic() - started < give_up_s
+                if (snapshot.pages and time.monotonic() - started < give_up_s
                         and ahead_s + page_cost_s(snapshot, kind) * scale
                         > self.budget.limit_s / 2):
                     return None
@@ -348,9 +347,9 @@ class Admitted:
     they are in flight (:meth:`page`), the first from the moment it was admitted."""
 
     def __init__(self, gate: Admission, caller: str, kinds: list[str], first: InFlight | None,
-                 scales: list[float] | None = None):
+                 scales: list[float]):
         self.gate, self.caller, self.kinds, self.first = gate, caller, kinds, first
-        self.scales = scales or [1.0] * len(kinds)
+        self.scales = scales
 
     @contextmanager
     def page(self, index: int):

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ocr_contract.limits import JOB_PAGE_TIMEOUT_S
 from ocr_contract.parameters import LONG_SIDE
 
 from .ledger import Snapshot
@@ -60,7 +61,7 @@ class Budget:
     deadline_s: float
     percent: int
     parallel: int
-    job_deadline_s: float = 600.0
+    job_deadline_s: float = float(JOB_PAGE_TIMEOUT_S.default)
 
     @property
     def limit_s(self) -> float:
@@ -150,12 +151,13 @@ def decide(snapshot: Snapshot, caller: str, now: float, budget: Budget,
     page_s = page_cost_s(snapshot, kind) * scale
     wait_s = backlog_s(snapshot, now, budget.parallel)
     over_s = wait_s + page_s - budget.limit_s
-    if over_s > 0 and snapshot.entries:      # alone, waiting would not make it faster
+    if over_s > 0 and snapshot.pages:        # alone, waiting would not make it faster
         return Refusal("overloaded", max(1, math.ceil(over_s)), wait_s)
-    callers = {entry.caller for entry in snapshot.entries} | set(snapshot.waiting) | {caller}
+    in_flight = snapshot.pages.values()          # no order needed (entries sorts them)
+    callers = {entry.caller for entry in in_flight} | set(snapshot.waiting) | {caller}
     if len(callers) > 1:
         fit = max(budget.parallel, math.floor(budget.limit_s / page_s * budget.parallel))
         share = max(budget.parallel, fit // len(callers))
-        if sum(entry.caller == caller for entry in snapshot.entries) >= share:
+        if sum(entry.caller == caller for entry in in_flight) >= share:
             return Refusal("key_busy", max(1, math.ceil(page_s)), wait_s)
     return None

@@ -254,18 +254,26 @@ set_env TRITON_HTTP_PORT "$TRITON_HTTP"
 set_env TRITON_METRICS_PORT "$TRITON_METRICS"
 
 # The cpu Triton's engine cache, seeded with this machine's (what make test and make serve
-# compiled and measured, var/cache/openvino), as the runbook tells an operator of identical
-# machines: the stack's first start loads the networks' precision decisions instead of timing
-# and checking every precision again (minutes on a slow CPU, the longest part of this test).
-say "engine-cache volume, seeded from $ROOT/var/cache/openvino"
+# compiled and measured: ocr_embedded.stack.engine_cache_dir), as the runbook tells an operator
+# of identical machines: the stack's first start loads the networks' precision decisions
+# instead of timing and checking every precision again (minutes on a slow CPU, the longest
+# part of this test). An empty cache seeds nothing: the stack measures for itself.
+SEED="$(cd "$ROOT" && "$PYTHON" -c \
+    'from ocr_embedded.stack import engine_cache_dir; print(engine_cache_dir())')"
 project="$(sed -n 's/^COMPOSE_PROJECT_NAME=//p' deploy/.env)"
 docker volume create --label "com.docker.compose.project=$project" \
     --label com.docker.compose.volume=engine-cache "${project}_engine-cache" >/dev/null
-# OpenVINO writes its blobs readable by their owner only (0440): copied as root, then given to
-# the image's user, as an operator copying a folder in would.
-docker run --rm --network=none --user 0 --entrypoint sh \
-    -v "${project}_engine-cache:/tmp/ocr-engine-cache" -v "$ROOT/var/cache/openvino:/seed:ro" \
-    ocr-triton:latest-cpu -c 'cp -r /seed/. /tmp/ocr-engine-cache/ && chown -R 10001:10001 /tmp/ocr-engine-cache'
+if compgen -G "$SEED/*" >/dev/null; then
+    say "engine-cache volume, seeded from $SEED"
+    # OpenVINO writes its blobs readable by their owner only (0440): copied as root, then given
+    # to the image's user, as an operator copying a folder in would.
+    docker run --rm --network=none --user 0 --entrypoint sh \
+        -v "${project}_engine-cache:/tmp/ocr-engine-cache" -v "$SEED:/seed:ro" \
+        ocr-triton:latest-cpu \
+        -c 'cp -r /seed/. /tmp/ocr-engine-cache/ && chown -R 10001:10001 /tmp/ocr-engine-cache'
+else
+    say "engine-cache volume, empty ($SEED has nothing to seed it with)"
+fi
 
 # Step 5: start, and wait until every service is healthy (up -d waits for each gate).
 say "docker-compose up -d"

@@ -537,19 +537,22 @@ def min_area_box(points: np.ndarray, width: float, height: float) -> np.ndarray:
     return np.roll(box, -start, axis=0)
 
 
-def to_image_coordinates(boxes: np.ndarray, ratio: float, width: int, height: int) -> np.ndarray:
+def to_image_coordinates(boxes: np.ndarray, ratio: float, width: int, height: int,
+                         stride: int = SCORE_MAP_STRIDE) -> np.ndarray:
     """Map boxes from score-map pixels back to the original (upright) image's pixels.
 
-    Score maps are 1/2 of the resized input (``SCORE_MAP_STRIDE``) and the input is the
-    original times ``ratio``, so a score-map coordinate times ``2 / ratio`` is an original one.
+    CRAFT's score maps are 1/2 of the resized input (``SCORE_MAP_STRIDE``; DB's probability
+    map is at the input's resolution: ``stride`` 1) and the input is the original times
+    ``ratio``, so a score-map coordinate times ``stride / ratio`` is an original one.
 
     Args:
         boxes: float32 ``[N, 4, 2]`` in score-map pixels.
         ratio: resize factor used by preprocessing (resized = original * ratio).
         width, height: original image size in pixels; points are clipped to it.
+        stride: input pixels per score-map pixel.
 
     Returns:
         float32 ``[N, 4, 2]`` in original-image pixels.
     """
-    scaled = boxes.astype(np.float32) * np.float32(SCORE_MAP_STRIDE / ratio)
+    scaled = boxes.astype(np.float32) * np.float32(stride / ratio)
     return np.clip(scaled, 0, np.array([width, height], np.float32)).astype(np.float32)

@@ -86,19 +86,3 @@ def box_score(probability: np.ndarray, corners: np.ndarray) -> float:
     mask = np.zeros((bottom - top + 1, right - left + 1), np.uint8)
     cv2.fillPoly(mask, [np.round(corners - [left, top]).astype(np.int32)], 1)
     return float(cv2.mean(probability[top:bottom + 1, left:right + 1], mask)[0])
-
-
-def to_image_coordinates(boxes: np.ndarray, ratio: float, width: int,
-                         height: int) -> np.ndarray:
-    """Boxes from probability-map pixels (the resized input's) to the original image's.
-
-    Args:
-        boxes: float32 ``[N, 4, 2]`` in map pixels.
-        ratio: the resize factor (resized = original x ratio).
-        width, height: the original's size, pixels; points are clipped to it.
-
-    Returns:
-        float32 ``[N, 4, 2]`` in original-image pixels.
-    """
-    scaled = boxes.astype(np.float32) / np.float32(ratio)
-    return np.clip(scaled, 0, np.array([width, height], np.float32)).astype(np.float32)

@@ -169,4 +169,4 @@ def db_postprocess(probability: np.ndarray, ratio: float, width: int, height: in
     = original x ratio; ``width``, ``height``: the upright original's size, points clipped to
     it). Returns float32 ``[N, 4, 2]`` corners and ``[N]`` scores (:mod:`ocr_pipeline.db`)."""
     found, scores = db.detect_boxes(probability[0, 0])
-    return db.to_image_coordinates(found, ratio, width, height), scores
+    return boxes.to_image_coordinates(found, ratio, width, height, stride=1), scores
