@@ -106,7 +106,8 @@ def banner(base_url: str, key: str, expires: dt.datetime, has_admin: bool,
         f"  curl -s -H 'Authorization: Api-Key {key}' "
         f"-F image=@tests/data/documents/ocrmypdf_linn.pdf {base_url}/api/jobs",
         *([f"Detector:   {detector.detector}, for requests that name none: {detector.reason} "
-           "(?detector=craft or db picks one)"] if detector else []),
+           "(a request picks one with -F detector=craft or -F detector=db)"]
+          if detector else []),
         f"API docs:   {base_url}/api/docs",
         f"Admin:      {admin}",
         "Other devices (a phone on this network): add this machine's address to "

@@ -89,4 +89,5 @@ def test_banner_says_which_detector_the_defaults_serve_and_why():
     text = demo.banner("http://localhost:8000", "abc.def", expires, True,
                        Choice("db", "CRAFT takes 9236 ms per 1280x736 photo here, over 500 ms"))
     assert ("Detector:   db, for requests that name none: CRAFT takes 9236 ms per 1280x736 "
-            "photo here, over 500 ms (?detector=craft or db picks one)") in text.splitlines()
+            "photo here, over 500 ms (a request picks one with -F detector=craft or "
+            "-F detector=db)") in text.splitlines()
