@@ -138,7 +138,7 @@ class Admission:
             tokens.append(uuid.uuid4().hex)
             self._hold(tokens[1])
             ledger.add(tokens[1], Entry(caller, cost_s, moment + waited_s + cost_s,
-                                        expires_at + cost_s))
+                                        expires_at + cost_s, reserved=True))
         metrics.ADMISSION_WAIT.observe(waited_s)
         metrics.ADMISSION_BACKLOG.set(waited_s)
         metrics.ADMISSION_PAGES.set(len(snapshot.pages) + len(tokens))

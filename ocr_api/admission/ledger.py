@@ -38,6 +38,8 @@ class Entry:
             (first come, first served).
         expires_at: its deadline, seconds since the epoch (then the entry is dropped).
         started_at: when its turn came and it was sent to Triton; None while it waits.
+        reserved: the place a document's next page holds while the page before it is in
+            flight (written with it, never sent itself: the next page is written in anew).
     """
 
     caller: str
@@ -45,6 +47,7 @@ class Entry:
     admitted_at: float
     expires_at: float
     started_at: float | None = None
+    reserved: bool = False
 
 
 @dataclass(frozen=True)

@@ -116,11 +116,16 @@ def backlog_s(snapshot: Snapshot, now: float, parallel: int) -> float:
 
 def has_turn(snapshot: Snapshot, token: str, parallel: int) -> bool:
     """Whether page ``token`` may be sent now: fewer than ``parallel`` pages in flight were
-    admitted before it (running, or waiting ahead of it; first come, first served)."""
+    admitted before it (running, or waiting ahead of it), and every page admitted before it
+    has been sent (first come, first served: two pages whose turns come in the same moment
+    are sent in the order admitted, not in the order their waiters happen to look). A
+    document's reserved next page (:attr:`~.ledger.Entry.reserved`) holds a place but is never
+    sent itself."""
     mine = snapshot.pages[token]
-    ahead = sum((entry.admitted_at, other) < (mine.admitted_at, token)
-                for other, entry in snapshot.pages.items())
-    return ahead < max(1, parallel)
+    ahead = [entry for other, entry in snapshot.pages.items()
+             if (entry.admitted_at, other) < (mine.admitted_at, token)]
+    return len(ahead) < max(1, parallel) and all(
+        entry.started_at is not None for entry in ahead if not entry.reserved)
 
 
 def too_slow(snapshot: Snapshot, budget: Budget, kinds: list[str],

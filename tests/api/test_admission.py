@@ -55,6 +55,20 @@ def test_pages_take_their_turns_in_the_order_they_were_admitted():
     assert [has_turn(snapshot, token, parallel=1) for token in "12"] == [True, False]
 
 
+def test_two_turns_in_one_moment_go_in_the_order_admitted_and_a_reservation_holds_none():
+    # Two slots free at once (the pages before ended together): the later page waits until
+    # the earlier one has been sent, whichever of their waiters looks first.
+    both_free = snap([entry("a", 4.0, 100.0), entry("a", 4.0, 101.0)])
+    assert [has_turn(both_free, token, parallel=2) for token in "01"] == [True, False]
+    both_free.pages["0"] = entry("a", 4.0, 100.0, started_at=102.0)
+    assert has_turn(both_free, "1", parallel=2)
+    # A document's reserved next page holds a place but is never sent: it does not hold the
+    # pages behind it back.
+    reserved = Entry("a", 4.0, 101.0, 131.0, reserved=True)
+    ahead = snap([entry("a", 4.0, 100.0, started_at=100.0), reserved, entry("b", 4.0, 102.0)])
+    assert has_turn(ahead, "2", parallel=3)
+
+
 def test_a_page_that_would_not_fit_is_refused_with_the_seconds_until_it_would():
     # 5 pages of 5 s sent just now: 25 s ahead, + 5 s = 30 > 24.
     snapshot = snap([entry("a", 5.0, 100.0) for _ in range(5)], page_s={IMAGE: 5.0})
