@@ -20,9 +20,10 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # Reinstall when a dependency list changes.
-$(STAMP): $(BIN)/python pyproject.toml triton_models/pyproject.toml contract/pyproject.toml
+$(STAMP): $(BIN)/python pyproject.toml triton_models/pyproject.toml contract/pyproject.toml \
+		ocrmypdf_plugin/pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ./contract -e ".[embedded,test]" \
-		-e "./triton_models[cpu,eval,quantize]"
+		-e "./triton_models[cpu,eval,quantize]" -e ./ocrmypdf_plugin
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -91,6 +92,13 @@ bench-words: setup
 .PHONY: bench-jobs
 bench-jobs: check-serve setup
 	$(BIN)/python -m bench.jobs $(BENCH_ARGS)
+
+# make bench-ocrmypdf - set up, then OCRmyPDF with this service's plugin beside OCRmyPDF with
+# Tesseract on the same 10-page scan: seconds and text F against its transcription, with the
+# CPU's flags (a few minutes on 2 cores). Results in bench/results/ocrmypdf.md.
+.PHONY: bench-ocrmypdf
+bench-ocrmypdf: check-test setup
+	$(BIN)/python -m bench.ocrmypdf $(BENCH_ARGS)
 
 # make soak - set up, then 10 minutes of mixed valid and invalid uploads at concurrency 16
 # against make serve's setup (embedded Triton, gunicorn, the nginx proxy): requests, 5xx,

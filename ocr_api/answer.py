@@ -141,10 +141,12 @@ class Answer:
 
     @property
     def dpis(self) -> list[float | None]:
-        """Per page, the resolution it was read at (:func:`rendered_dpi`) for a PDF's pages;
-        None for an image's, whose pixels are the file's own."""
+        """Per page, the resolution it was read at in dots per inch: a PDF's pages as rendered
+        (:func:`rendered_dpi`); an image's pixels are the file's own, at the resolution its
+        header names (:attr:`Document.dpi <ocr_api.intake.documents.Document.dpi>`, None when it
+        names none)."""
         if not self.document.page_points:
-            return [None] * len(self.pages)
+            return [self.document.dpi] * len(self.pages)
         return [rendered_dpi(page["width"], points[0])
                 for page, points in zip(self.pages, self.document.page_points)]
 

@@ -14,8 +14,9 @@ Standard library only, so the system ``python3`` runs it before the virtualenv e
   detection's OSD data (:data:`ocr_contract.languages.TESSDATA_FILES`);
 - nginx, the buffering proxy in front of gunicorn (:mod:`ocr_embedded.proxy`);
 - redis-server, the jobs' broker (:mod:`ocr_embedded.broker`, docs/jobs-broker.md);
-- for the tests, Debian's Chromium (the browser tests drive it; Playwright never downloads one)
-  and ``ss`` from iproute2 (the benchmark's smoke test reads TCP counters with it).
+- for the tests, Debian's Chromium (the browser tests drive it; Playwright never downloads one),
+  ``ss`` from iproute2 (the benchmark's smoke test reads TCP counters with it), ``pdftotext``
+  and Ghostscript (the real OCRmyPDF, run with this repository's plugin).
 """
 
 from __future__ import annotations
@@ -107,6 +108,10 @@ def missing(purpose: str, environ=os.environ) -> tuple[list[str], list[str]]:
         if shutil.which("pdftotext") is None:
             problems.append("`pdftotext` is missing (the searchable-PDF tests read it back)")
             fixes.append("poppler-utils")
+        if shutil.which("gs") is None:
+            problems.append("Ghostscript (`gs`) is missing (the OCRmyPDF plugin's tests run "
+                            "the real OCRmyPDF, which needs it)")
+            fixes.append("ghostscript")
     return problems, fixes
 
 
@@ -117,7 +122,8 @@ def packages(purpose: str) -> list[str]:
     names += [languages.debian_package(name) for name in languages.TESSDATA_FILES]
     names.append("nginx")
     names.append("redis-server")
-    return names + (["chromium", "iproute2", "poppler-utils"] if purpose == "test" else [])
+    return names + (["chromium", "iproute2", "poppler-utils", "ghostscript"]
+                    if purpose == "test" else [])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,8 +10,9 @@ read text (``recognize=false``) they are the boxes;
 of its bbox, pixels; for a turned line both in the line's own frame, turned upright),
 ``x_size`` (its height across the text) and, for a turned line, ``textangle`` (its quarter
 turn, counter-clockwise, as Tesseract writes it), so a tilted or turned line is placed as it
-lies; pages carry ``ppageno`` (from 0) and, for a PDF page, ``scan_res`` (the dpi it was rendered
-at), so that a PDF text layer can be placed back on the page. Built with ElementTree, so text
+lies; pages carry ``ppageno`` (from 0) and ``scan_res``: the dpi a PDF page was rendered at, or
+the one an image's header names (as Tesseract writes it), so that a PDF text layer (ocrmypdf's
+among them) can be placed back on the page at its size. Built with ElementTree, so text
 is always escaped.
 """
 
@@ -26,8 +27,12 @@ XHTML = "http://www.w3.org/1999/xhtml"
 CAPABILITIES = "ocr_page ocr_par ocr_line ocrx_word ocrx_cinfo ocrp_wconf"
 
 
-def _bbox(points: list) -> str:
-    xs, ys = [p[0] for p in points], [p[1] for p in points]
+def _bbox(points: list, size: tuple[int, int]) -> str:
+    """``bbox x0 y0 x1 y1``: the axis-aligned box around ``points`` (page pixels), kept inside
+    the page of ``size`` (width, height): a tilted box's corner may lie past an edge, and hOCR's
+    readers (ocrmypdf's parser among them) take only whole non-negative numbers."""
+    xs = [min(max(p[0], 0), size[0]) for p in points]
+    ys = [min(max(p[1], 0), size[1]) for p in points]
     return f"bbox {round(min(xs))} {round(min(ys))} {round(max(xs))} {round(max(ys))}"
 
 
@@ -62,9 +67,10 @@ def _line_words(line: dict, boxes: list) -> list[dict]:
             for i in line["boxes"]]
 
 
-def _add_characters(element: ET.Element, word: dict) -> None:
-    """The word's text in ``element``: one ``ocrx_cinfo`` span per character (``bbox``,
-    ``x_conf`` 0-100) when ``word`` has ``characters``, else the plain text."""
+def _add_characters(element: ET.Element, word: dict, size: tuple[int, int]) -> None:
+    """The word's text in ``element``: one ``ocrx_cinfo`` span per character (``bbox`` inside
+    the page of ``size``, ``x_conf`` 0-100) when ``word`` has ``characters``, else the plain
+    text."""
     characters = word.get("characters")
     if not characters:
         element.text = word.get("text", "")
@@ -72,15 +78,15 @@ def _add_characters(element: ET.Element, word: dict) -> None:
     for character in characters:
         cinfo = ET.SubElement(element, "span", {
             "class": "ocrx_cinfo",
-            "title": f"{_bbox(character['points'])}; x_conf "
+            "title": f"{_bbox(character['points'], size)}; x_conf "
                      f"{round(100 * character['confidence'], 2):g}"})
         cinfo.text = character["text"]
 
 
 def render(answer: Answer) -> bytes:
     """The hOCR document of an answer: one ``ocr_page`` per page of :attr:`Answer.pages
-    <ocr_api.answer.Answer.pages>`, with ``scan_res`` where the page was rendered at a
-    resolution (:attr:`Answer.dpis <ocr_api.answer.Answer.dpis>`, a PDF's pages).
+    <ocr_api.answer.Answer.pages>`, with ``scan_res`` where the page has a resolution
+    (:attr:`Answer.dpis <ocr_api.answer.Answer.dpis>`: a PDF's pages, an image that names one).
 
     Returns:
         UTF-8 XHTML bytes.
@@ -100,20 +106,21 @@ def render(answer: Answer) -> bytes:
         div = ET.SubElement(body, "div", {"class": "ocr_page", "id": f"page_{number + 1}",
                                           "title": title})
         boxes, lines, words = page["boxes"], page["lines"], 0
+        size = (page["width"], page["height"])
         for p, paragraph in enumerate(page["paragraphs"]):
             par = ET.SubElement(div, "p", {"class": "ocr_par", "id": f"par_{number + 1}_{p + 1}",
-                                           "title": _bbox(paragraph["points"])})
+                                           "title": _bbox(paragraph["points"], size)})
             for index in paragraph["lines"]:
                 line = lines[index]
                 span = ET.SubElement(par, "span", {
                     "class": "ocr_line", "id": f"line_{number + 1}_{index + 1}",
-                    "title": f"{_bbox(line['points'])}; {_line_geometry(line['points'])}"})
+                    "title": f"{_bbox(line['points'], size)}; {_line_geometry(line['points'])}"})
                 for word in _line_words(line, boxes):
                     words += 1
                     element = ET.SubElement(span, "span", {
                         "class": "ocrx_word", "id": f"word_{number + 1}_{words}",
-                        "title": f"{_bbox(word['points'])}; x_wconf {word['conf']}"})
-                    _add_characters(element, word)
+                        "title": f"{_bbox(word['points'], size)}; x_wconf {word['conf']}"})
+                    _add_characters(element, word, size)
                     element.tail = " "
     declaration = ('<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE html PUBLIC '
                    '"-//W3C//DTD XHTML 1.0 Transitional//EN" '

@@ -50,7 +50,7 @@ def render(answer: Answer) -> bytes:
         dpis = answer.dpis
         searchable = _pages_with_text(document.data)
     else:
-        dpi = _image_dpi(document.data)
+        dpi = answer.dpis[0] or DEFAULT_IMAGE_DPI
         base = pikepdf.open(io.BytesIO(_image_pdf(document, dpi)))
         dpis = [dpi] * len(pages)
         searchable = [False] * len(pages)
@@ -79,17 +79,6 @@ def _pages_with_text(data: bytes) -> list[bool]:
         return found
     finally:
         document.close()
-
-
-def _image_dpi(data: bytes) -> float:
-    """The horizontal dpi an image file names, when plausible (at least 10); else
-    :data:`DEFAULT_IMAGE_DPI`."""
-    with Image.open(io.BytesIO(data)) as image:
-        dpi = image.info.get("dpi")
-    try:
-        return float(dpi[0]) if dpi and float(dpi[0]) >= 10 else DEFAULT_IMAGE_DPI
-    except (TypeError, ValueError):
-        return DEFAULT_IMAGE_DPI
 
 
 def _image_pdf(document: Document, dpi: float) -> bytes:

@@ -48,6 +48,9 @@ class Document:
         pages: a PDF's pages as single-page PDFs (empty for images).
         page_points: a PDF's page sizes ``(width, height)`` in points, as displayed (after the
             page's own rotation).
+        dpi: an image's resolution as its header names it, dots per inch
+            (:attr:`ImageInfo.dpi <ocr_api.intake.image_probe.ImageInfo.dpi>`); None for a PDF
+            and for an image that names none.
     """
 
     format: str
@@ -57,6 +60,7 @@ class Document:
     height: int = 0
     pages: tuple[bytes, ...] = field(default=(), repr=False)
     page_points: tuple[tuple[float, float], ...] = ()
+    dpi: float | None = None
 
     @property
     def paged(self) -> bool:
@@ -140,9 +144,9 @@ def open_isolated(pool: isolation.ParserPool, data: bytes, max_pages: int, *, ti
         _, code, message, field_name = reply
         raise errors.ApiError.by_code.get(code, errors.DocumentUndecodable)(
             message, field=field_name)
-    _, fmt, page_count, width, height, pages, page_points = reply
+    _, fmt, page_count, width, height, pages, page_points, dpi = reply
     return Document(fmt, page_count, data, width, height, tuple(pages),
-                    tuple(tuple(size) for size in page_points))
+                    tuple(tuple(size) for size in page_points), dpi)
 
 
 def parse_document(data: bytes, max_pages: int, max_pixels: int, min_side: int) -> tuple:
@@ -150,7 +154,7 @@ def parse_document(data: bytes, max_pages: int, max_pixels: int, min_side: int) 
     answer as plain data (no exception object crosses back).
 
     Returns:
-        ``("document", format, page_count, width, height, pages, page_points)``, or
+        ``("document", format, page_count, width, height, pages, page_points, dpi)``, or
         ``("refused", code, message, field)`` for an :class:`errors.ApiError`.
     """
     try:
@@ -158,7 +162,7 @@ def parse_document(data: bytes, max_pages: int, max_pixels: int, min_side: int) 
     except errors.ApiError as exc:
         return ("refused", exc.default_code, str(exc.detail), exc.field)
     return ("document", document.format, document.page_count, document.width,
-            document.height, document.pages, document.page_points)
+            document.height, document.pages, document.page_points, document.dpi)
 
 
 def open_in_process(data: bytes, max_pages: int, max_pixels: int, min_side: int) -> Document:
@@ -180,7 +184,7 @@ def open_in_process(data: bytes, max_pages: int, max_pixels: int, min_side: int)
         return _open_pdf(data, max_pages)
     info = probe_image(data, max_pixels, min_side)
     pages = _tiff_pages(data, max_pages) if info.format in MULTI_PAGE_FORMATS else 1
-    return Document(info.format, pages, data, info.width, info.height)
+    return Document(info.format, pages, data, info.width, info.height, dpi=info.dpi)
 
 
 def _too_many(count: str, max_pages: int) -> errors.TooManyPages:

@@ -27,13 +27,32 @@ _SNIFF_BYTES = 64
 
 @dataclass(frozen=True)
 class ImageInfo:
-    """What the header says: the format as the API reports it, and the stored width and height
-    in pixels (before any EXIF rotation). Only the first frame or page is looked at: counting
-    frames would walk the whole file."""
+    """What the header says: the format as the API reports it, the stored width and height
+    in pixels (before any EXIF rotation), and the horizontal resolution it names in dots per
+    inch (PNG's pHYs, JPEG's JFIF density in inches or centimetres, TIFF's tags, as Pillow reads
+    them; None when it names none or one under :data:`MIN_DPI`). Only the first frame or page
+    is looked at: counting frames would walk the whole file."""
 
     format: str
     width: int
     height: int
+    dpi: float | None = None
+
+
+#: The least resolution taken as meant (dots per inch): files written with a density of 1 (a
+#: JFIF aspect ratio, a placeholder) name no real resolution.
+MIN_DPI = 10.0
+
+
+def named_dpi(image: Image.Image) -> float | None:
+    """The horizontal resolution an opened image's header names, in dots per inch; None when
+    it names none, or one under :data:`MIN_DPI`."""
+    dpi = image.info.get("dpi")
+    try:
+        value = float(dpi[0])
+    except (TypeError, ValueError, IndexError):
+        return None
+    return value if value >= MIN_DPI else None
 
 
 def sniff_format(data: bytes) -> str | None:
@@ -69,6 +88,7 @@ def probe_image(data: bytes, max_pixels: int, min_side: int) -> ImageInfo:
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             with Image.open(io.BytesIO(data), formats=[fmt]) as image:
                 width, height = image.size
+                dpi = named_dpi(image)
     except Image.DecompressionBombError:
         raise errors.ImageTooLarge(f"The image has more than {max_pixels} pixels.")
     except Exception as exc:  # noqa: BLE001 - malformed headers make Pillow raise nearly anything
@@ -79,4 +99,4 @@ def probe_image(data: bytes, max_pixels: int, min_side: int) -> ImageInfo:
     if min(width, height) < min_side:
         raise errors.ImageTooSmall(
             f"The image is {width}x{height} pixels; each side must be at least {min_side}.")
-    return ImageInfo(format=reported_name(fmt), width=width, height=height)
+    return ImageInfo(format=reported_name(fmt), width=width, height=height, dpi=dpi)

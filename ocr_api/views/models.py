@@ -31,6 +31,9 @@ class LanguageSerializer(serializers.Serializer):
     name = serializers.CharField()
     recognizer = serializers.ChoiceField(choices=[PPOCR, TESSERACT],
                                          help_text="The model that reads it.")
+    tesseract = serializers.CharField(help_text="Tesseract's name for it (eng, chi_sim...): "
+                                                "what Tesseract-speaking tools such as "
+                                                "ocrmypdf's -l take.")
 
 
 class DetectorsSerializer(serializers.Serializer):
@@ -80,4 +83,5 @@ class ModelsView(APIView):
                                         for name in DETECTOR_ENSEMBLES}},
             "engines": engine_info(settings.TRITON_METRICS_URL, timeout_s=1.0),
             "languages": [{"code": language.code, "name": language.name,
-                           "recognizer": language.recognizer} for language in LANGUAGES]})
+                           "recognizer": language.recognizer,
+                           "tesseract": language.traineddata} for language in LANGUAGES]})

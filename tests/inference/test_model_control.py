@@ -51,8 +51,10 @@ def test_models_endpoint_lists_versions_and_readiness(api_client, anonymous_clie
                               for name in SERVED]
     assert sorted(body["engines"]) == ["craft v1", "db v1", "recognizer v1", "refinenet v1"]
     assert all(engine.startswith("openvino ") for engine in body["engines"].values())
-    languages = {language["code"]: language["recognizer"] for language in body["languages"]}
-    assert (languages["en"], languages["ko"], len(languages)) == ("ppocr", "tesseract", 20)
+    languages = {language["code"]: (language["recognizer"], language["tesseract"])
+                 for language in body["languages"]}
+    assert (languages["en"], languages["ko"], languages["zh"], len(languages)) == (
+        ("ppocr", "eng"), ("tesseract", "kor"), ("ppocr", "chi_sim"), 20)
     # The tests pin CRAFT (tests/conftest.py): the deployment's setting, said so.
     assert body["detectors"] == {"default": "craft", "reason": "OCR_DETECTOR=craft",
                                  "ensembles": {"craft": "ensemble_ocr", "db": "ensemble_ocr_db"}}

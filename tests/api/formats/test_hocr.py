@@ -81,3 +81,21 @@ def test_a_tilted_lines_baseline_slopes_and_a_turned_line_has_its_textangle():
         "bbox 20 20 120 40; textangle 180; baseline 0 0; x_size 20"
     assert line_title([[20, 100], [20, 200], [0, 200], [0, 100]]) == \
         "bbox 0 100 20 200; textangle 270; baseline 0 0; x_size 20"
+
+
+def test_an_images_resolution_is_its_scan_res_and_boxes_past_an_edge_stay_on_the_page():
+    """What ocrmypdf's hOCR parser needs (issue 57): ``scan_res`` to size the text layer when
+    the image names its dpi (Tesseract writes it from the same header), and bboxes of whole
+    non-negative numbers inside the page (its parser drops any other, and the word with it)."""
+    points = [[-3.4, 40.0], [95.0, 38.0], [104.6, 56.0], [-2.0, 58.2]]
+    box = {"points": points, "score": 0.9, "text": "edge", "text_score": 0.9}
+    read = {"page": 1, "width": 100, "height": 50, "boxes": [box],
+            "lines": [{"points": points, "boxes": [0], "text": "edge"}],
+            "paragraphs": [{"points": points, "lines": [0], "text": "edge"}]}
+    root = ET.fromstring(hocr.render(Answer(Document("PNG", 1, b"", dpi=299.7), (read,))))
+    ns = "{http://www.w3.org/1999/xhtml}"
+    assert root.find(f".//{ns}div[@class='ocr_page']").get("title") == \
+        "bbox 0 0 100 50; ppageno 0; scan_res 300 300"
+    assert root.find(f".//{ns}p[@class='ocr_par']").get("title") == "bbox 0 38 100 50"
+    assert root.find(f".//{ns}span[@class='ocrx_word']").get("title") == \
+        "bbox 0 38 100 50; x_wconf 90"

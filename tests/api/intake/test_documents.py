@@ -27,6 +27,21 @@ def test_an_image_is_one_page_answered_as_today():
     assert documents.page_input(document, 0) == (document.data, {})
 
 
+@pytest.mark.parametrize("fmt, save, dpi", [
+    ("PNG", {"dpi": (300, 300)}, 300.0),                 # pHYs, in dots per metre: 299.9994
+    ("JPEG", {"dpi": (150, 150)}, 150.0),                # JFIF density in inches
+    ("JPEG", {}, None),                                  # JFIF's default 1:1, an aspect ratio
+    ("TIFF", {"dpi": (200, 200)}, 200.0),
+    ("PNG", {}, None)])
+def test_an_images_resolution_is_what_its_header_names(fmt, save, dpi):
+    """Read in the parser process with the header (no pixels decoded); the hOCR's scan_res
+    and the searchable PDF's page size follow it."""
+    out = io.BytesIO()
+    Image.new("L", (64, 48), 255).save(out, fmt, **save)
+    document = documents.open_document(out.getvalue(), 10)
+    assert document.dpi == (pytest.approx(dpi, abs=0.01) if dpi else None)
+
+
 def test_a_pdf_is_split_into_the_same_single_page_pdfs_every_time():
     data = pdf((595, 842), (842, 595))
     first, again = documents.open_document(data, 10), documents.open_document(data, 10)
