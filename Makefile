@@ -100,6 +100,14 @@ bench-jobs: check-serve setup
 bench-ocrmypdf: check-test setup
 	$(BIN)/python -m bench.ocrmypdf $(BENCH_ARGS)
 
+# make bench-footprint - set up, then make serve's stack started (BENCH_ARGS=--cold: with an
+# empty engine cache, the first start), a photo, a dense page and a turned page read, and its
+# memory (PSS per process) and start time beside issue 55's targets. Results in
+# bench/results/footprint.md.
+.PHONY: bench-footprint
+bench-footprint: check-serve setup
+	$(BIN)/python -m bench.footprint $(BENCH_ARGS)
+
 # make soak - set up, then 10 minutes of mixed valid and invalid uploads at concurrency 16
 # against make serve's setup (embedded Triton, gunicorn, the nginx proxy): requests, 5xx,
 # p50/p99, the memory of every gunicorn worker and Triton stub, audit rows versus requests.

@@ -5,7 +5,9 @@ hOCR is the layout format Tesseract, ocrmypdf and most OCR tooling read and writ
 (the axis-aligned box around its polygon); ``ocrx_word`` elements are the answer's words
 (``lines[].words``: a word each, with ``x_wconf`` its confidence, 0-100), each holding its
 ``ocrx_cinfo`` characters (``x_conf``) when they were asked for (``detail=characters``); without
-read text (``recognize=false``) they are the boxes;
+read text (``recognize=false``) they are the boxes; a space follows a word where the line's text
+has one (none between the characters of unspaced Chinese or Japanese), so a line's text content
+is its text;
 ``ocr_line`` elements carry the line's ``baseline`` (slope, and offset from the bottom-left
 of its bbox, pixels; for a turned line both in the line's own frame, turned upright),
 ``x_size`` (its height across the text) and, for a turned line, ``textangle`` (its quarter
@@ -31,8 +33,7 @@ def _bbox(points: list, size: tuple[int, int]) -> str:
     """``bbox x0 y0 x1 y1``: the axis-aligned box around ``points`` (page pixels), kept inside
     the page of ``size`` (width, height): a tilted box's corner may lie past an edge, and hOCR's
     readers (ocrmypdf's parser among them) take only whole non-negative numbers."""
-    xs = [min(max(p[0], 0), size[0]) for p in points]
-    ys = [min(max(p[1], 0), size[1]) for p in points]
+    xs, ys = zip(*_kept_inside(points, size))
     return f"bbox {round(min(xs))} {round(min(ys))} {round(max(xs))} {round(max(ys))}"
 
 
@@ -55,6 +56,29 @@ def _line_geometry(points: list) -> str:
     angle = f"textangle {turn}; " if turn else ""
     return (f"{angle}baseline {round(slope, 3) + 0.0:g} {round(offset) + 0}; "
             f"x_size {round(math.hypot(x2 - x1, y2 - y1))}")
+
+
+def _spaces_after(texts: list[str], line_text: str) -> list[str]:
+    """What follows each word of a line in the line's text: ``" "`` where the text has a space
+    after it, ``""`` where the next word follows at once (Chinese and Japanese characters are
+    words of their own in unspaced text), so that the hOCR's text content is the line's text.
+    A word not found where expected (no text read) is followed by a space."""
+    spaces, position = [], 0
+    for text in texts:
+        found = line_text.find(text, position) if text else -1
+        if found < 0:
+            spaces.append(" ")
+            continue
+        position = found + len(text)
+        spaces.append(" " if line_text[position:position + 1].isspace() else "")
+    if spaces:
+        spaces[-1] = " "
+    return spaces
+
+
+def _kept_inside(points: list, size: tuple[int, int]) -> list:
+    """``points`` (page pixels) moved onto the page of ``size`` (width, height)."""
+    return [[min(max(x, 0), size[0]), min(max(y, 0), size[1])] for x, y in points]
 
 
 def _line_words(line: dict, boxes: list) -> list[dict]:
@@ -112,16 +136,21 @@ def render(answer: Answer) -> bytes:
                                            "title": _bbox(paragraph["points"], size)})
             for index in paragraph["lines"]:
                 line = lines[index]
+                # A line past an edge: its baseline measured from the bbox it is given.
+                inside = _kept_inside(line["points"], size)
                 span = ET.SubElement(par, "span", {
                     "class": "ocr_line", "id": f"line_{number + 1}_{index + 1}",
-                    "title": f"{_bbox(line['points'], size)}; {_line_geometry(line['points'])}"})
-                for word in _line_words(line, boxes):
+                    "title": f"{_bbox(inside, size)}; {_line_geometry(inside)}"})
+                line_words = _line_words(line, boxes)
+                spaces = _spaces_after([word.get("text", "") for word in line_words],
+                                       line.get("text", ""))
+                for word, space in zip(line_words, spaces):
                     words += 1
                     element = ET.SubElement(span, "span", {
                         "class": "ocrx_word", "id": f"word_{number + 1}_{words}",
                         "title": f"{_bbox(word['points'], size)}; x_wconf {word['conf']}"})
                     _add_characters(element, word, size)
-                    element.tail = " "
+                    element.tail = space
     declaration = ('<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE html PUBLIC '
                    '"-//W3C//DTD XHTML 1.0 Transitional//EN" '
                    '"http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd">\n')

@@ -14,6 +14,7 @@ are OCRmyPDF's plugin interface (``ocrmypdf.pluginspec``).
 from __future__ import annotations
 
 from ocrmypdf import hookimpl
+from ocrmypdf.exceptions import BadArgsError
 
 from .engine import GatewayEngine
 from .options import NAMESPACE, GatewayOptions, add_arguments
@@ -39,12 +40,27 @@ def register_options():
 
 @hookimpl
 def add_options(parser) -> None:
+    """The ``--gateway-*`` options; and the blocked Tesseract plugin's own, so that a pipeline
+    written for Tesseract (``--tesseract-timeout``...) runs unchanged (they are ignored)."""
+    from ocrmypdf.builtin_plugins.tesseract_ocr import TesseractOptions
+
     add_arguments(parser)
+    TesseractOptions.add_arguments_to_parser(parser)
+
+
+@hookimpl
+def check_options(options) -> None:
+    """``--ocr-engine tesseract`` asks for what this plugin replaces: said plainly."""
+    if getattr(options, "ocr_engine", "auto") == "tesseract":
+        raise BadArgsError("--ocr-engine tesseract: the ocrmypdf_ocr_gateway plugin reads "
+                           "with the OCR gateway instead of Tesseract; run without "
+                           "--plugin ocrmypdf_ocr_gateway to use Tesseract")
 
 
 @hookimpl
 def get_ocr_engine(options):
-    """This plugin's engine whenever it is loaded, but for ``--ocr-engine none``."""
-    if options is not None and getattr(options, "ocr_engine", "auto") not in ("auto",):
+    """This plugin's engine whenever it is loaded, but for ``--ocr-engine none`` (OCRmyPDF's
+    own engine that reads nothing)."""
+    if options is not None and getattr(options, "ocr_engine", "auto") == "none":
         return None
     return GatewayEngine()

@@ -2,17 +2,20 @@
 of its ``/api/models``, with the service's refusals mapped to OCRmyPDF's exceptions.
 
 A refusal that says when to come back (429 rate/quota/key_busy, 503 overloaded or Triton
-unavailable, each with ``Retry-After``) is waited out and the page sent again, up to
+unavailable, 502 from the proxy while the gateway restarts, each with ``Retry-After``: the
+README's error list) is waited out and the page sent again, up to
 :attr:`GatewayOptions.max_wait <ocrmypdf_ocr_gateway.options.GatewayOptions.max_wait>` seconds
 of waiting per page: OCRmyPDF's ``--jobs`` parallel pages meet the service's admission control
 and are read later instead of failing. Anything else fails the page with the service's own error
-code and message (its JSON error body, ``{"error": {"code", "message"}}``).
+code and message (its JSON error body, ``{"error": {"code", "message"}}``). A 504 is not sent
+again: the page took the service's whole deadline once, and would again.
 """
 
 from __future__ import annotations
 
 import logging
 import mimetypes
+import os
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -24,8 +27,11 @@ from .options import GatewayOptions
 
 log = logging.getLogger(__name__)
 
-#: Statuses whose ``Retry-After`` the plugin honours (the service's contract: docs/api.md).
-RETRIED_STATUSES = (429, 503)
+#: Statuses whose ``Retry-After`` the plugin honours.
+RETRIED_STATUSES = (429, 502, 503)
+#: The least pause between two sends of a page, seconds (a ``Retry-After`` of 0 or a date
+#: already past would otherwise send it again at once, without end).
+MIN_PAUSE_S = 1.0
 #: Connections kept to the service per process (OCRmyPDF's threads beyond it open their own).
 POOL_CONNECTIONS = 16
 
@@ -53,7 +59,7 @@ class GatewayClient:
 
     def __init__(self, options: GatewayOptions):
         self.url = options.url.rstrip("/")
-        self.max_wait_s = options.max_wait
+        self.timeout_s, self.max_wait_s = options.timeout, options.max_wait
         self._headers = {"Authorization": f"Api-Key {options.key}"}
         # Connection failures are retried (nothing was read); a read that timed out is not.
         # OCRmyPDF's --jobs may be threads sharing this client: a connection each.
@@ -80,8 +86,9 @@ class GatewayClient:
         Raises:
             KeyRefused: 401 or 403.
             PageRefused: any other 4xx but a retried one.
-            ServiceFailed: the service unreachable, a 5xx, or 429/503 refusals past
-                ``max_wait`` seconds of waiting (or without ``Retry-After``).
+            ServiceFailed: the service unreachable or silent past ``timeout`` seconds, a 5xx,
+                or 429/502/503 refusals past ``max_wait`` seconds of waiting (or without
+                ``Retry-After``).
         """
         data = image.read_bytes()
         content_type = mimetypes.guess_type(image.name)[0] or "application/octet-stream"
@@ -95,6 +102,9 @@ class GatewayClient:
             try:
                 response = self._http.request(method, self.url + path, headers=self._headers,
                                               **request)
+            except urllib3.exceptions.ReadTimeoutError as exc:
+                raise ServiceFailed(f"{what}: no answer from the OCR gateway at {self.url} "
+                                    f"within {self.timeout_s:g} s (--gateway-timeout)") from exc
             except urllib3.exceptions.HTTPError as exc:
                 raise ServiceFailed(f"The OCR gateway at {self.url} could not be reached for "
                                     f"{what}: {exc}") from exc
@@ -102,24 +112,35 @@ class GatewayClient:
                 return response
             code, message = _error(response)
             retry_after = response.headers.get("Retry-After")
-            if response.status in RETRIED_STATUSES and retry_after:
-                pause = urllib3.Retry().parse_retry_after(retry_after)
-                if waited + pause <= self.max_wait_s:
-                    log.info("%s: the OCR gateway said %s %s; sending again in %g s",
-                             what, response.status, code, pause)
-                    time.sleep(pause)
-                    waited += pause
-                    continue
+            pause = _pause(retry_after) if response.status in RETRIED_STATUSES else None
+            if pause is not None and waited + pause <= self.max_wait_s:
+                log.info("%s: the OCR gateway said %s %s; sending again in %g s",
+                         what, response.status, code, pause)
+                time.sleep(pause)
+                waited += pause
+                continue
             said = f"{response.status} {code}: {message}"
             if response.status in (401, 403):
                 raise KeyRefused(f"The OCR gateway at {self.url} refused the API key "
                                  f"(--gateway-key or $OCR_GATEWAY_KEY): {said}")
-            if response.status in RETRIED_STATUSES:
-                raise ServiceFailed(f"{what}: the OCR gateway still refused it after "
-                                    f"{waited:g} s of waiting (--gateway-max-wait): {said}")
+            if pause is not None:
+                raise ServiceFailed(f"{what}: the OCR gateway refused it again after {waited:g} s "
+                                    f"of waiting and asked for {pause:g} s more, past "
+                                    f"--gateway-max-wait {self.max_wait_s:g}: {said}")
             if 400 <= response.status < 500:
                 raise PageRefused(f"{what}: the OCR gateway refused it: {said}")
             raise ServiceFailed(f"{what}: the OCR gateway failed: {said}")
+
+
+def _pause(retry_after: str | None) -> float | None:
+    """Seconds to wait before sending again, from a ``Retry-After`` header (seconds or an
+    HTTP date), at least :data:`MIN_PAUSE_S`; None without one, or with one that is neither."""
+    if not retry_after:
+        return None
+    try:
+        return max(urllib3.Retry().parse_retry_after(retry_after), MIN_PAUSE_S)
+    except urllib3.exceptions.InvalidHeader:
+        return None
 
 
 def _error(response: urllib3.BaseHTTPResponse) -> tuple[str, str]:
@@ -132,7 +153,13 @@ def _error(response: urllib3.BaseHTTPResponse) -> tuple[str, str]:
         return "", response.reason or ""
 
 
-@lru_cache(maxsize=4)
 def client_for(options: GatewayOptions) -> GatewayClient:
-    """One client (one connection pool) per worker process and set of options."""
+    """One client (one connection pool) per process and set of options: a worker process
+    forked from the one that asked ``/api/models`` makes its own, never writing to a
+    connection its parent holds open."""
+    return _client(options, os.getpid())
+
+
+@lru_cache(maxsize=4)
+def _client(options: GatewayOptions, pid: int) -> GatewayClient:
     return GatewayClient(options)

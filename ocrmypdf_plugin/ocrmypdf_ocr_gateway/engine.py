@@ -2,7 +2,7 @@
 
 - ``generate_hocr``: the service's hOCR answer (``format=hocr``) as OCRmyPDF's hOCR file, which
   its fpdf2 renderer (the default) turns into the page's text layer; the sidecar text is its
-  lines, read with OCRmyPDF's own hOCR parser.
+  lines' text content (:func:`hocr_text`).
 - ``generate_pdf`` (``--pdf-renderer sandwich``): that hOCR drawn as a text-only page by
   OCRmyPDF's own fpdf2 renderer, sized to the image.
 - ``get_orientation`` (``--rotate-pages``): the answer's ``image.angle``, degrees clockwise,
@@ -22,7 +22,7 @@ from ocrmypdf.exceptions import MissingDependencyError
 from ocrmypdf.hocrtransform import HocrParser
 from ocrmypdf.pluginspec import OcrEngine, OrientationConfidence
 
-from .client import GatewayClient, ServiceFailed, client_for
+from .client import GatewayClient, PageRefused, ServiceFailed, client_for
 from .options import NAMESPACE, GatewayOptions
 
 __version__ = "1.0.0"
@@ -56,20 +56,15 @@ def _language_field(options) -> str:
 
 
 def hocr_text(hocr: bytes) -> str:
-    """The text of a one-page hOCR answer as the service reads it: each ``ocr_line``'s words
-    joined by spaces, lines by newlines, in the file's order (the service writes its lines in
-    reading order). Not through OCRmyPDF's parser, which NFKC-normalises words (``½`` becomes
-    ``1⁄2``) for its text layer; the sidecar keeps the service's characters."""
+    """The text of a one-page hOCR answer as the service reads it: each ``ocr_line``'s text
+    content (the service writes a space after a word only where its text has one), lines by
+    newlines, in the file's order (the service writes its lines in reading order). Not through
+    OCRmyPDF's parser, which NFKC-normalises words (``½`` becomes ``1⁄2``) for its text layer
+    and joins every word with a space; the sidecar keeps the service's text."""
     root = ElementTree.fromstring(hocr)
-    lines = []
-    for line in root.iter(f"{{{XHTML}}}span"):
-        if line.get("class") != "ocr_line":
-            continue
-        words = ["".join(word.itertext()).strip() for word in line
-                 if word.get("class") == "ocrx_word"]
-        if any(words):
-            lines.append(" ".join(word for word in words if word))
-    return "\n".join(lines)
+    lines = ("".join(line.itertext()).strip() for line in root.iter(f"{{{XHTML}}}span")
+             if line.get("class") == "ocr_line")
+    return "\n".join(line for line in lines if line)
 
 
 class GatewayEngine(OcrEngine):
@@ -94,12 +89,12 @@ class GatewayEngine(OcrEngine):
 
         Raises:
             KeyRefused: the key refused (OCRmyPDF exits 1, bad arguments).
-            MissingDependencyError: the service unreachable or failing (exits 3, as it does
-                when Tesseract is missing).
+            MissingDependencyError: the service unreachable, failing, or not at that URL
+                (exits 3, as OCRmyPDF does when Tesseract is missing).
         """
         try:
             return set(_service_languages(_options(options)))
-        except ServiceFailed as exc:
+        except (ServiceFailed, PageRefused) as exc:       # down, or not this service's URL
             raise MissingDependencyError(str(exc)) from exc
 
     @staticmethod
@@ -141,6 +136,6 @@ class GatewayEngine(OcrEngine):
         GatewayEngine.generate_hocr(input_file, hocr, output_text, options)
         page = HocrParser(hocr).parse()
         with Image.open(input_file) as image:        # OCRmyPDF writes its dpi in every image
-            dpi = page.dpi or float(image.info["dpi"][0])
+            dpi = float(image.info.get("dpi", (page.dpi or 72.0,))[0])
         Fpdf2PdfRenderer(page=page, dpi=dpi, multi_font_manager=MultiFontManager(),
                          invisible_text=True).render(output_pdf)

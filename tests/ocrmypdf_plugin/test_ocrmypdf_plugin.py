@@ -153,7 +153,9 @@ def test_a_page_turned_90_degrees_is_turned_upright_with_rotate_pages(stack, tmp
 def test_the_sandwich_renderer_gets_a_text_only_page_from_the_same_answer(stack, tmp_path):
     page, _ = letter_page(seed=3)
     (tmp_path / "in.pdf").write_bytes(images_pdf([page], resolution=150))
-    done = ocrmypdf(stack, tmp_path, "--pdf-renderer", "sandwich", "in.pdf", "out.pdf")
+    # A pipeline written for Tesseract runs unchanged: its options are taken, and ignored.
+    done = ocrmypdf(stack, tmp_path, "--pdf-renderer", "sandwich", "--tesseract-timeout", "30",
+                    "in.pdf", "out.pdf")
     assert done.returncode == 0, done.stderr[-3000:]
     [image] = sent_images(tmp_path)
     answer = service_answer(stack, image)
@@ -162,7 +164,7 @@ def test_the_sandwich_renderer_gets_a_text_only_page_from_the_same_answer(stack,
     assert words_on_their_boxes(out, 1, answer, 150.0, tmp_path) >= 0.9
 
 
-def test_a_wrong_key_or_an_unreachable_service_is_a_clear_ocrmypdf_error(stack, tmp_path):
+def test_a_wrong_key_url_or_engine_is_a_clear_ocrmypdf_error_before_any_page(stack, tmp_path):
     page, _ = letter_page(seed=1)
     (tmp_path / "in.pdf").write_bytes(images_pdf([page], resolution=150))
 
@@ -176,6 +178,14 @@ def test_a_wrong_key_or_an_unreachable_service_is_a_clear_ocrmypdf_error(stack, 
     nowhere = ocrmypdf(stack, tmp_path, "in.pdf", "out.pdf", url="http://127.0.0.1:9")
     assert nowhere.returncode == 3                            # missing_dependency
     assert "The OCR gateway at http://127.0.0.1:9 could not be reached" in nowhere.stderr
+
+    elsewhere = ocrmypdf(stack, tmp_path, "in.pdf", "out.pdf", url=stack.url("/not-here"))
+    assert elsewhere.returncode == 3
+    assert "the models list: the OCR gateway refused it: 404 " in elsewhere.stderr
+
+    tesseract = ocrmypdf(stack, tmp_path, "--ocr-engine", "tesseract", "in.pdf", "out.pdf")
+    assert tesseract.returncode == 1
+    assert "run without --plugin ocrmypdf_ocr_gateway to use Tesseract" in tesseract.stderr
 
     unknown = ocrmypdf(stack, tmp_path, "-l", "xyz", "in.pdf", "out.pdf")
     assert unknown.returncode == 3
@@ -250,6 +260,7 @@ def test_a_page_the_service_refuses_or_refusals_past_max_wait_fail_with_its_mess
     impatient = ocrmypdf(crowded_stack, tmp_path, "--jobs", "4", "--gateway-max-wait", "0",
                          "in.pdf", "out.pdf")
     assert impatient.returncode == 7                          # child_process_error
-    assert "the OCR gateway still refused it after 0 s of waiting (--gateway-max-wait): " \
-        "503 overloaded: " in impatient.stderr
+    assert re.search(r"_ocr\.png: the OCR gateway refused it again after 0 s of waiting and "
+                     r"asked for \d+ s more, past --gateway-max-wait 0: 503 overloaded: ",
+                     impatient.stderr), impatient.stderr[-2000:]
     assert not (tmp_path / "out.pdf").exists()

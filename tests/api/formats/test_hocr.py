@@ -99,3 +99,19 @@ def test_an_images_resolution_is_its_scan_res_and_boxes_past_an_edge_stay_on_the
     assert root.find(f".//{ns}p[@class='ocr_par']").get("title") == "bbox 0 38 100 50"
     assert root.find(f".//{ns}span[@class='ocrx_word']").get("title") == \
         "bbox 0 38 100 50; x_wconf 90"
+
+
+def test_a_lines_text_content_is_its_text_unspaced_characters_included():
+    """Chinese characters are words of their own in unspaced text: no space between them in
+    the hOCR's text content (what a reader of its text, the OCRmyPDF plugin's sidecar, gets)."""
+    points = [[0, 0], [90, 0], [90, 20], [0, 20]]
+    words = [{"points": [[x, 0], [x + 20, 0], [x + 20, 20], [x, 20]], "text": text,
+              "confidence": 0.9, "box": 0}
+             for x, text in ((0, "中"), (20, "文"), (50, "ab"), (70, "cd"))]
+    box = {"points": points, "score": 0.9, "text": "中文 ab cd", "text_score": 0.9}
+    read = {"page": 1, "width": 100, "height": 50, "boxes": [box],
+            "lines": [{"points": points, "boxes": [0], "text": "中文 ab cd", "words": words}],
+            "paragraphs": [{"points": points, "lines": [0], "text": "中文 ab cd"}]}
+    root = ET.fromstring(hocr.render(Answer(Document("PNG", 1, b""), (read,))))
+    line = root.find(".//{http://www.w3.org/1999/xhtml}span[@class='ocr_line']")
+    assert "".join(line.itertext()) == "中文 ab cd "

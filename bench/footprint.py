@@ -1,0 +1,146 @@
+"""The stack's memory and start time (``make bench-footprint``, issue 55), in one run.
+
+``make serve``'s stack (:class:`~ocr_embedded.stack.Stack` with the broker and job workers: an
+embedded Triton with its Python-backend stubs, gunicorn, nginx, redis-server, the job workers)
+starts at the defaults with a fresh database; every process it starts descends from this one and
+is sampled every half second (:class:`bench.memory.MemorySampler`: PSS, which splits shared
+pages between the processes that map them, so the sum is what the stack occupies). Then it reads
+a photo (``img_1.jpg``), a dense page (``linn.pdf``'s page at 200 dpi) and the same page turned
+(``/Rotate 90``) through ``/api/ocr``, with the response cache off. Printed beside the issue's
+targets, with the CPU's flags:
+
+- the time to ready and to the first photo answered;
+- the peak of the stack's PSS during the start (one sampling instant), and after the three
+  requests, per process role and whole.
+
+The engine cache is ``make serve``'s (``var/cache/openvino``: a restart, engines compiled and
+choices made); ``--cold`` gives the run an empty one (the first start: every precision timed,
+every shape compiled).
+
+    python -m bench.footprint [--cold]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections import defaultdict
+from pathlib import Path
+
+from bench.jobs import linn_copies
+from bench.machine import describe_cpu
+from bench.memory import MemorySampler
+from bench.report import publish
+from ocr_embedded.stack import REPO_ROOT, Stack, engine_cache_dir
+
+IMAGES = REPO_ROOT / "tests" / "data" / "images"
+GIB = 1024 ** 3
+MIB = 1024 ** 2
+#: Issue 55's targets.
+MAX_PSS_AFTER_GIB = 2.5
+MAX_PSS_START_GIB = 5.0
+MAX_WARM_FIRST_PHOTO_S = 45.0
+MAX_COLD_READY_S = 300.0
+#: The label of this process in the sampler (not part of the stack: left out of every sum).
+SELF = "this benchmark"
+
+
+def post(url: str, key: str, data: bytes, content_type: str) -> tuple[int, float]:
+    """``POST /api/ocr`` of ``data``: the status and the seconds it took."""
+    request = urllib.request.Request(url + "/api/ocr", data=data, method="POST", headers={
+        "Authorization": f"Api-Key {key}", "Content-Type": content_type})
+    started = time.perf_counter()
+    try:
+        with urllib.request.urlopen(request, timeout=600) as response:
+            response.read()
+            status = response.status
+    except urllib.error.HTTPError as error:
+        status = error.code
+    return status, time.perf_counter() - started
+
+
+def by_role(report: dict) -> dict[str, int]:
+    """PSS bytes per process role of one :meth:`MemorySampler.phase_report` group, summed over
+    the processes of a role (gunicorn's workers...), this process left out."""
+    roles: dict[str, int] = defaultdict(int)
+    for process in report["processes"]:
+        if process["role"] != SELF:
+            roles[process["role"]] += process["peak_pss_bytes"]
+    return dict(roles)
+
+
+def markdown(cold: bool, ready_s: float, photo_s: float, requests: list[tuple],
+             start_peak: int, after: dict[str, int]) -> str:
+    """The report: times, the requests, PSS per role after them and the totals, each beside
+    its target."""
+    total = sum(after.values())
+    start = "first start (empty engine cache)" if cold else "restart (engine cache kept)"
+    time_target = (f"ready ≤ {MAX_COLD_READY_S:g} s" if cold
+                   else f"first photo ≤ {MAX_WARM_FIRST_PHOTO_S:g} s")
+    met = (ready_s <= MAX_COLD_READY_S) if cold else (photo_s <= MAX_WARM_FIRST_PHOTO_S)
+    lines = [f"# bench-footprint ({time.strftime('%Y-%m-%d')}; {describe_cpu()})", "",
+             f"make serve's stack at the defaults, {start}, response cache off.", "",
+             (f"- Ready in **{ready_s:.1f} s**; first photo answered **{photo_s:.1f} s** "
+              f"after the start ({time_target}: {'met' if met else 'NOT met'})"),
+             (f"- Peak PSS during the start: **{start_peak / GIB:.2f} GiB** (≤ "
+              f"{MAX_PSS_START_GIB:g} GiB: "
+              f"{'met' if start_peak <= MAX_PSS_START_GIB * GIB else 'NOT met'})"),
+             (f"- PSS after a photo, a dense page and a turned page: **{total / GIB:.2f} GiB** "
+              f"(≤ {MAX_PSS_AFTER_GIB:g} GiB: "
+              f"{'met' if total <= MAX_PSS_AFTER_GIB * GIB else 'NOT met'})"),
+             "", "| request | status | seconds |", "|---|---|---|"]
+    lines += [f"| {name} | {status} | {seconds:.1f} |" for name, status, seconds in requests]
+    lines += ["", "| process | PSS after (MiB) |", "|---|---|"]
+    lines += [f"| {role} | {pss / MIB:.0f} |"
+              for role, pss in sorted(after.items(), key=lambda item: -item[1])]
+    lines.append(f"| **whole stack** | **{total / MIB:.0f}** |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="The stack's memory and start time (make "
+                                                 "bench-footprint).")
+    parser.add_argument("--cold", action="store_true",
+                        help="an empty engine cache: the first start")
+    parser.add_argument("--output", type=Path,
+                        default=REPO_ROOT / "bench" / "results" / "footprint.md")
+    args = parser.parse_args(argv)
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    work = Path(tempfile.mkdtemp(prefix="ocr-bench-footprint-"))
+    print(f"bench-footprint: state and logs in {work}", flush=True)
+    os.environ.setdefault("DJANGO_SECRET_KEY", "bench-only")
+    cache = work / "engine-cache" if args.cold else engine_cache_dir()
+    inputs = [("photo (img_1.jpg)", (IMAGES / "img_1.jpg").read_bytes(), "image/jpeg"),
+              ("dense page (linn.pdf, 200 dpi)", linn_copies(1), "application/pdf"),
+              ("the page turned (/Rotate 90)", linn_copies(1, first=1, rotations=(90,)),
+               "application/pdf")]
+    with MemorySampler(interval_s=0.5) as sampler:
+        sampler.track("stack", os.getpid(), label=SELF)
+        started = time.perf_counter()
+        with Stack(work, cache_bytes=0, engine_cache=cache, state=work, jobs=True) as stack:
+            ready_s = time.perf_counter() - started
+            start = sampler.phase_report()["stack"]
+            own = next(p["peak_pss_bytes"] for p in start["processes"] if p["role"] == SELF)
+            start_peak = start["peak_pss_sum_bytes"] - own
+            print(f"ready in {ready_s:.1f} s; reading", flush=True)
+            requests = []
+            for name, data, content_type in inputs:
+                status, seconds = post(stack.url, stack.key, data, content_type)
+                requests.append((name, status, seconds))
+                if len(requests) == 1:
+                    photo_s = time.perf_counter() - started
+            sampler.start_phase()                 # the peaks from now: the values at rest
+            after = by_role(sampler.phase_report()["stack"])
+    publish(markdown(args.cold, ready_s, photo_s, requests, start_peak, after), args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
