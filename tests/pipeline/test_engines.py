@@ -201,13 +201,15 @@ def test_environment_overrides_config_parameters():
     options = engines.EngineOptions.from_mapping(
         {"engine": "openvino", "precision": "auto", "performance_hint": "LATENCY"},
         environ={"OCR_ENGINE": "onnxruntime", "OCR_ENGINE_PRECISION": "FP32",
-                 "OCR_ENGINE_THREADS": "3"})
+                 "OCR_ENGINE_THREADS": "3", "OCR_ENGINE_RELEASE_IDLE_S": "5"})
     assert (options.engine, options.precision, options.threads) == ("onnxruntime", "fp32", 3)
+    assert options.release_idle_s == 5.0
     assert options.performance_hint == "LATENCY"
 
 
 @pytest.mark.parametrize("values", [{"engine": "tensorflow"}, {"precision": "int4"},
-                                    {"performance_hint": "FAST"}, {"threads": "many"}])
+                                    {"performance_hint": "FAST"}, {"threads": "many"},
+                                    {"release_idle_s": "soon"}])
 def test_unsupported_options_are_refused(values):
     with pytest.raises(engines.EngineConfigError):
         engines.EngineOptions.from_mapping(values, environ={})
