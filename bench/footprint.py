@@ -51,8 +51,6 @@ MAX_PSS_AFTER_GIB = 2.5
 MAX_PSS_START_GIB = 5.0
 MAX_WARM_FIRST_PHOTO_S = 45.0
 MAX_COLD_READY_S = 300.0
-#: The label of this process in the sampler (not part of the stack: left out of every sum).
-SELF = "this benchmark"
 #: Seconds waited past the engines' idle time before the stack is measured at rest (the idle
 #: thread looks every quarter of it).
 REST_MARGIN_S = 20.0
@@ -73,12 +71,12 @@ def post(url: str, key: str, data: bytes, content_type: str) -> tuple[int, float
 
 
 def by_role(report: dict) -> dict[str, int]:
-    """PSS bytes per process role of one :meth:`MemorySampler.phase_report` group, summed over
-    the processes of a role (gunicorn's workers...), this process left out."""
+    """PSS bytes per process role of one :meth:`MemorySampler.phase_report` group taken right
+    after :meth:`~MemorySampler.start_phase` (one sample: each peak is the value then), summed
+    over the processes of a role (gunicorn's workers...)."""
     roles: dict[str, int] = defaultdict(int)
     for process in report["processes"]:
-        if process["role"] != SELF:
-            roles[process["role"]] += process["peak_pss_bytes"]
+        roles[process["role"]] += process["peak_pss_bytes"]
     return dict(roles)
 
 
@@ -106,8 +104,9 @@ def markdown(cold: bool, ready_s: float, photo_s: float, requests: list[tuple],
              "", "| request | status | seconds |", "|---|---|---|"]
     lines += [f"| {name} | {status} | {seconds:.1f} |" for name, status, seconds in requests]
     lines += ["", "| process | PSS right after (MiB) | PSS at rest (MiB) |", "|---|---|---|"]
-    lines += [f"| {role} | {after.get(role, 0) / MIB:.0f} | {pss / MIB:.0f} |"
-              for role, pss in sorted(rest.items(), key=lambda item: -item[1])]
+    lines += [f"| {role} | {after.get(role, 0) / MIB:.0f} | {rest.get(role, 0) / MIB:.0f} |"
+              for role in sorted(after.keys() | rest.keys(),
+                                 key=lambda role: -rest.get(role, after.get(role, 0)))]
     lines.append(f"| **whole stack** | **{sum(after.values()) / MIB:.0f}** | "
                  f"**{total / MIB:.0f}** |")
     return "\n".join(lines)
@@ -133,13 +132,11 @@ def main(argv: list[str] | None = None) -> int:
               ("the page turned (/Rotate 90)", linn_copies(1, first=1, rotations=(90,)),
                "application/pdf")]
     with MemorySampler(interval_s=0.5) as sampler:
-        sampler.track("stack", os.getpid(), label=SELF)
+        sampler.track("stack", os.getpid(), root=False)    # the stack, not this process
         started = time.perf_counter()
         with Stack(work, cache_bytes=0, engine_cache=cache, state=work, jobs=True) as stack:
             ready_s = time.perf_counter() - started
-            start = sampler.phase_report()["stack"]
-            own = next(p["peak_pss_bytes"] for p in start["processes"] if p["role"] == SELF)
-            start_peak = start["peak_pss_sum_bytes"] - own
+            start_peak = sampler.phase_report()["stack"]["peak_pss_sum_bytes"]
             print(f"ready in {ready_s:.1f} s; reading", flush=True)
             requests = []
             for name, data, content_type in inputs:

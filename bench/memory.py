@@ -54,6 +54,7 @@ class _Group:
     peak_rss_sum: int = 0
     peak_pss_sum: int = 0
     per_process: dict[int, dict] = field(default_factory=dict)
+    include_root: bool = True
 
 
 class MemorySampler:
@@ -76,13 +77,15 @@ class MemorySampler:
         self._thread: threading.Thread | None = None
 
     def track(self, name: str, root_pid: int, descendants: bool = True,
-              label: str | None = None) -> None:
+              label: str | None = None, root: bool = True) -> None:
         """Sample ``root_pid`` (and all its descendants) as the group ``name`` from now on.
 
-        ``label`` names the root process in reports instead of its derived role.
+        ``label`` names the root process in reports instead of its derived role; ``root``
+        False samples only its descendants (the servers a benchmark process started, not the
+        benchmark).
         """
         with self._lock:
-            self._groups[name] = _Group(root_pid, descendants, label)
+            self._groups[name] = _Group(root_pid, descendants, label, include_root=root)
 
     def untrack(self, name: str) -> None:
         """Stop sampling the group ``name`` (its peaks so far are forgotten)."""
@@ -125,7 +128,8 @@ class MemorySampler:
         for _, group in groups:
             try:
                 root = psutil.Process(group.root_pid)
-                procs = [root] + (root.children(recursive=True) if group.descendants else [])
+                procs = (([root] if group.include_root else [])
+                         + (root.children(recursive=True) if group.descendants else []))
             except psutil.Error:
                 continue
             rss_sum = pss_sum = 0

@@ -227,8 +227,8 @@ class OpenVinoEngine(Engine):
             if not self.holding or time.monotonic() - self.last_used < idle_s:
                 return False
             self._compiled.release_memory()
+            _trim_heap()
             self.holding = False
-        _trim_heap()
         return True
 
 
@@ -249,7 +249,8 @@ class IdleRelease:
     def __init__(self):
         self._engines: weakref.WeakKeyDictionary[OpenVinoEngine, float] = \
             weakref.WeakKeyDictionary()
-        self._lock = threading.Lock()
+        # Notified by watch(): a new engine's idle time may be shorter than the wait under way.
+        self._changed = threading.Condition()
         threading.Thread(target=self._run, name="engine-idle-release", daemon=True).start()
 
     @classmethod
@@ -262,24 +263,32 @@ class IdleRelease:
 
     def watch(self, engine: OpenVinoEngine, idle_s: float) -> None:
         """Release ``engine``'s memory once it has been unused ``idle_s`` seconds, each time."""
-        with self._lock:
+        with self._changed:
             self._engines[engine] = idle_s
+            self._changed.notify()
 
     def _run(self) -> None:
         while True:
-            time.sleep(self._release_idle())
+            wait_s = self._release_idle()
+            with self._changed:
+                self._changed.wait(wait_s)
 
     def _release_idle(self) -> float:
-        """Release every watched engine unused long enough; the seconds to sleep until the
+        """Release every watched engine unused long enough; the seconds to wait until the
         next look (a quarter of the shortest idle time, at least 1 s). A function of its own so
-        that no engine stays referenced while the thread sleeps."""
-        with self._lock:
+        that no engine stays referenced while the thread waits. A release that fails is logged
+        and tried again at the next look: the thread never ends."""
+        with self._changed:
             watched = list(self._engines.items())
         wait_s = DEFAULT_RELEASE_IDLE_S
         for engine, idle_s in watched:
-            if engine.release(idle_s):
-                logger.info("%s: memory released after %g s unused", engine.description, idle_s)
             wait_s = min(wait_s, idle_s)
+            try:
+                if engine.release(idle_s):
+                    logger.info("%s: memory released after %g s unused", engine.description,
+                                idle_s)
+            except Exception:  # noqa: BLE001 - a failed release must not end the releases
+                logger.exception("%s: releasing its memory failed", engine.description)
         return max(1.0, wait_s / 4)
 
 
