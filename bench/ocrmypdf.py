@@ -75,8 +75,9 @@ def markdown(pages: int, detector: str, runs: dict[str, tuple[float, list[float]
         lines.append(f"| {name} | {seconds:.1f} | {pages / seconds:.3f} | "
                      f"{sum(scores) / len(scores):.3f} | {min(scores):.3f} |")
     (ours_s, ours), (theirs_s, theirs) = runs["plugin (this service)"], runs["Tesseract"]
+    gap = sum(ours) / len(ours) - sum(theirs) / len(theirs)
     lines += ["", f"- Time, plugin ÷ Tesseract: **{ours_s / theirs_s:.2f}×**",
-              f"- Text F mean, plugin − Tesseract: **{sum(ours) / len(ours) - sum(theirs) / len(theirs):+.3f}**"]
+              f"- Text F mean, plugin − Tesseract: **{gap:+.3f}**"]
     return "\n".join(lines)
 
 

@@ -30,7 +30,7 @@ class GatewayOptions(BaseModel):
         timeout: seconds to wait for one page's answer once sent (the service answers a page in
             its own deadline, 30 s by default, or refuses it at once).
         max_wait: seconds one page may spend waiting out the service's refusals that say when
-            to come back (429 and 503 with ``Retry-After``), all its waits together; past it,
+            to come back (429, 502 and 503 with ``Retry-After``), all its waits together; past it,
             the page fails with the service's message.
     """
 
@@ -40,17 +40,21 @@ class GatewayOptions(BaseModel):
         default_factory=lambda: os.environ.get(URL_VARIABLE, DEFAULT_URL))
     key: Annotated[str, Field(description="an API key of the OCR gateway")] = Field(
         default_factory=lambda: os.environ.get(KEY_VARIABLE, ""))
-    timeout: Annotated[float, Field(gt=0, description="seconds to wait for a page's answer")] = 120.0
-    max_wait: Annotated[float, Field(ge=0, description="seconds a page may wait out refusals")] = 600.0
+    timeout: Annotated[float, Field(gt=0, description="seconds to wait for a page's answer")] = \
+        120.0
+    max_wait: Annotated[float, Field(ge=0, description="seconds a page may wait out refusals")] = \
+        600.0
 
 
 def add_arguments(parser: ArgumentParser) -> None:
     """The namespace's command-line options, ``--gateway-<field>`` (stored as
     ``gateway_<field>``, where OCRmyPDF looks for a namespace's values)."""
     group = parser.add_argument_group(
-        "OCR gateway", "Read pages with an OCR gateway's /api/ocr (the ocrmypdf_ocr_gateway plugin)")
+        "OCR gateway",
+        "Read pages with an OCR gateway's /api/ocr (the ocrmypdf_ocr_gateway plugin)")
     group.add_argument(f"--{NAMESPACE}-url", dest=f"{NAMESPACE}_url", metavar="URL",
-                       help=f"the service's base URL (default: ${URL_VARIABLE}, else {DEFAULT_URL})")
+                       help=f"the service's base URL (default: ${URL_VARIABLE}, else "
+                            f"{DEFAULT_URL})")
     group.add_argument(f"--{NAMESPACE}-key", dest=f"{NAMESPACE}_key", metavar="KEY",
                        help=f"its API key (default: ${KEY_VARIABLE}; prefer the variable: a "
                             "command line is visible to every user of the machine)")
@@ -58,4 +62,4 @@ def add_arguments(parser: ArgumentParser) -> None:
                        metavar="SECONDS", help="seconds to wait for a page's answer (default 120)")
     group.add_argument(f"--{NAMESPACE}-max-wait", dest=f"{NAMESPACE}_max_wait", type=float,
                        metavar="SECONDS", help="seconds a page may spend waiting out the "
-                                               "service's 429/503 Retry-After (default 600)")
+                                               "service's 429/502/503 Retry-After (default 600)")
