@@ -30,14 +30,12 @@ import signal
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections import defaultdict
 from pathlib import Path
 
 from ocr_pipeline.engines import EngineOptions
 
-from bench.jobs import linn_copies
+from bench.jobs import Client, linn_copies
 from bench.machine import describe_cpu
 from bench.memory import MemorySampler
 from bench.report import publish
@@ -54,20 +52,6 @@ MAX_COLD_READY_S = 300.0
 #: Seconds waited past the engines' idle time before the stack is measured at rest (the idle
 #: thread looks every quarter of it).
 REST_MARGIN_S = 20.0
-
-
-def post(url: str, key: str, data: bytes, content_type: str) -> tuple[int, float]:
-    """``POST /api/ocr`` of ``data``: the status and the seconds it took."""
-    request = urllib.request.Request(url + "/api/ocr", data=data, method="POST", headers={
-        "Authorization": f"Api-Key {key}", "Content-Type": content_type})
-    started = time.perf_counter()
-    try:
-        with urllib.request.urlopen(request, timeout=600) as response:
-            response.read()
-            status = response.status
-    except urllib.error.HTTPError as error:
-        status = error.code
-    return status, time.perf_counter() - started
 
 
 def by_role(report: dict) -> dict[str, int]:
@@ -139,9 +123,10 @@ def main(argv: list[str] | None = None) -> int:
             start_peak = sampler.phase_report()["stack"]["peak_pss_sum_bytes"]
             print(f"ready in {ready_s:.1f} s; reading", flush=True)
             requests = []
+            client = Client(stack.url, stack.key)
             for name, data, content_type in inputs:
-                status, seconds = post(stack.url, stack.key, data, content_type)
-                requests.append((name, status, seconds))
+                reply = client.request("POST", "/api/ocr", data, content_type)
+                requests.append((name, reply.status, reply.seconds))
                 if len(requests) == 1:
                     photo_s = time.perf_counter() - started
             sampler.start_phase()                 # the peaks from now: the values now

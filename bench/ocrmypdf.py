@@ -18,19 +18,17 @@ of :func:`ocr_pipeline.text_evaluation.score_text`), with the ratios side by sid
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 from ocr_pipeline.text_evaluation import score_text
 
-from bench.jobs import LINN_WORDS, linn_copies
+from bench.jobs import LINN_WORDS, Client, linn_copies
 from bench.machine import describe_cpu
 from bench.report import publish
 from ocr_embedded.stack import REPO_ROOT, Stack, engine_cache_dir
@@ -57,10 +55,7 @@ def run_ocrmypdf(work: Path, name: str, args: list[str], env: dict) -> tuple[flo
 
 def detector_served(url: str, key: str) -> str:
     """The detector the service's defaults serve here and why (``/api/models``)."""
-    request = urllib.request.Request(url + "/api/models",
-                                     headers={"Authorization": f"Api-Key {key}"})
-    with urllib.request.urlopen(request, timeout=60) as response:
-        detectors = json.load(response)["detectors"]
+    detectors = Client(url, key).request("GET", "/api/models").json()["detectors"]
     return f"{detectors['default']} ({detectors['reason']})"
 
 
